@@ -1,0 +1,228 @@
+"""Named invariants, checked as the trace grows, and the end-of-run report.
+
+The invariants hold for a safe configuration (acks=all, min.insync.replicas=2 with three
+replicas, unclean election off, leader epochs on); with unsafe settings the report shows how
+they break.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.errors import KafkalabError
+from kafkalab.sim.trace import Event
+
+if TYPE_CHECKING:
+    from kafkalab.sim.cluster import Cluster
+
+__all__ = ["INVARIANTS", "InvariantMonitor", "InvariantViolation", "Report", "build_report"]
+
+INVARIANTS: dict[str, str] = {
+    "no_acked_loss": "every acknowledged record is in the current leader's log",
+    "logs_agree_below_hw": "two replicas hold the same records below both their HWs",
+    "hw_monotonic": "no replica truncates its log below its own high watermark",
+    "one_leader_per_epoch": "no two brokers lead in the same leader epoch",
+}
+
+_STATE_KINDS = frozenset(
+    ("append", "replicate", "truncate", "hw", "became_leader", "partition_state", "restart")
+)
+
+
+class InvariantViolation(KafkalabError, AssertionError):
+    """A named invariant failed; the message says how to replay the run."""
+
+
+@dataclass
+class Report:
+    """What went wrong (or right) in a run. Record values identify records."""
+
+    acked: list[str] = field(default_factory=list)
+    lost_acked: list[str] = field(default_factory=list)
+    divergent: bool = False
+    divergence: list[dict[str, Any]] = field(default_factory=list)
+    hw_regressions: list[dict[str, Any]] = field(default_factory=list)
+    two_leaders: list[dict[str, Any]] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+    unclean_elections: int = 0
+
+    @property
+    def safe(self) -> bool:
+        """True when nothing acknowledged was lost, no logs diverge, no HW regressed and no
+        epoch had two leaders."""
+        return not (self.lost_acked or self.divergent or self.hw_regressions or self.two_leaders)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        lines = [
+            f"acknowledged: {len(self.acked)} record(s)",
+            f"acknowledged but lost: {self.lost_acked or 'none'}",
+            f"divergent logs: {'yes' if self.divergent else 'no'}",
+        ]
+        for d in self.divergence:
+            lines.append(f"  offset {d['offset']}: " + ", ".join(
+                f"broker {b} has {v}" for b, v in d["records"].items()))
+        for h in self.hw_regressions:
+            lines.append(
+                f"HW moved backwards on broker {h['broker']}: {h['old_hw']} -> {h['to']} "
+                f"({h['reason']}, removed {h['removed']})"
+            )
+        for t in self.two_leaders:
+            lines.append(f"two leaders in epoch {t['leader_epoch']}: brokers {t['brokers']}")
+        if self.errors:
+            lines.append("client errors: " + ", ".join(f"{k}: {v}" for k, v in self.errors.items()))
+        lines.append(f"ISR shrinks: {self.isr_shrinks}, expands: {self.isr_expands}, "
+                     f"unclean elections: {self.unclean_elections}")
+        return "\n".join(lines)
+
+
+class InvariantMonitor:
+    """Reads the trace as it is written. With ``raise_on_violation`` it checks every invariant
+    after each state change and raises :class:`InvariantViolation` at the first failure."""
+
+    def __init__(self, cluster: Cluster, *, raise_on_violation: bool) -> None:
+        self.cluster = cluster
+        self.raise_on_violation = raise_on_violation
+        self.acked: dict[str, int] = {}  # value -> offset
+        self.errors: dict[str, str] = {}
+        self.leaders: dict[int, int] = {}  # leader epoch -> broker
+        self.two_leaders: list[dict[str, Any]] = []
+        self.hw_regressions: list[dict[str, Any]] = []
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        self.unclean_elections = 0
+        self._last_isr: tuple[int, ...] | None = None
+
+    def observe(self, e: Event) -> None:
+        kind, data = e.kind, e.data
+        if kind == "produce_result":
+            self._on_result(data)
+        elif kind == "became_leader":
+            epoch, broker = data["leader_epoch"], int(e.node)
+            other = self.leaders.setdefault(epoch, broker)
+            if other != broker:
+                self.two_leaders.append({"leader_epoch": epoch, "brokers": [other, broker]})
+        elif kind == "truncate" and data["to"] < data["old_hw"]:
+            self.hw_regressions.append({"broker": int(e.node), **{
+                k: data[k] for k in ("to", "old_hw", "removed", "reason")}})
+        elif kind == "partition_state":
+            self._on_partition_state(data)
+        if self.raise_on_violation and kind in _STATE_KINDS:
+            self._check(e)
+
+    def _on_result(self, data: dict[str, Any]) -> None:
+        error = data["error"]
+        for i, value in enumerate(data["values"]):
+            if error == "NONE":
+                self.acked[value] = data["base_offset"] + i
+                self.errors.pop(value, None)
+            elif error != "UNKNOWN":
+                self.errors[value] = error
+
+    def _on_partition_state(self, data: dict[str, Any]) -> None:
+        isr = tuple(data["isr"])
+        if self._last_isr is not None:
+            if len(isr) < len(self._last_isr):
+                self.isr_shrinks += 1
+            elif len(isr) > len(self._last_isr):
+                self.isr_expands += 1
+        self._last_isr = isr
+        if data.get("unclean"):
+            self.unclean_elections += 1
+
+    def _check(self, e: Event) -> None:
+        problem = first_violation(self.cluster, self)
+        if problem is not None:
+            name, message = problem
+            c = self.cluster
+            raise InvariantViolation(
+                f"invariant {name} failed at {e.time_ms} ms (trace event {e.seq}): {message}\n"
+                f"replay: Cluster(brokers={len(c.broker_ids)}, config={c.config.as_dict()!r}, "
+                f"seed={c.seed}, mode={c.mode!r}) with the same steps or fault schedule"
+            )
+
+
+def first_violation(cluster: Cluster, monitor: InvariantMonitor) -> tuple[str, str] | None:
+    """The first named invariant that does not hold now, with a readable message."""
+    if monitor.two_leaders:
+        t = monitor.two_leaders[0]
+        return "one_leader_per_epoch", f"brokers {t['brokers']} both led epoch {t['leader_epoch']}"
+    if monitor.hw_regressions:
+        h = monitor.hw_regressions[0]
+        return "hw_monotonic", (
+            f"broker {h['broker']} truncated to {h['to']} below its HW {h['old_hw']}")
+    lost = _lost_acked(cluster, monitor.acked)
+    if lost:
+        return "no_acked_loss", f"acknowledged {lost} missing from leader {cluster.leader}'s log"
+    divergence = _divergence(cluster, below_hw=True)
+    if divergence:
+        d = divergence[0]
+        return "logs_agree_below_hw", f"offset {d['offset']} below the HW holds {d['records']}"
+    return None
+
+
+def _logs(cluster: Cluster) -> dict[int, Any]:
+    out = {}
+    for b in cluster.running():
+        r = cluster.sim.actors[b].partitions.get(cluster.tp)
+        if r is not None:
+            out[b] = r.log
+    return out
+
+
+def _lost_acked(cluster: Cluster, acked: dict[str, int]) -> list[str]:
+    """Acknowledged values absent from the leader's log; with no running leader, absent from
+    every replica (running or on disk)."""
+    if not acked:
+        return []
+    leader = cluster.leader
+    logs = _logs(cluster)
+    if leader is not None and leader in logs:
+        present = {rec.value for rec in logs[leader].records}
+    else:
+        present = {v for view in cluster.replicas_view().values() for v in view.values}
+    return [v for v in acked if v not in present]
+
+
+def _divergence(cluster: Cluster, *, below_hw: bool) -> list[dict[str, Any]]:
+    """For each pair of running replicas, the first offset where both hold a record and the
+    records differ (value or leader epoch)."""
+    logs = _logs(cluster)
+    found = []
+    brokers = sorted(logs)
+    for i, a in enumerate(brokers):
+        for b in brokers[i + 1 :]:
+            la, lb = logs[a], logs[b]
+            limit = min(la.hw, lb.hw) if below_hw else min(la.leo, lb.leo)
+            for off in range(limit):
+                ra, rb = la.records[off], lb.records[off]
+                if ra.value != rb.value or ra.leader_epoch != rb.leader_epoch:
+                    found.append({
+                        "offset": off,
+                        "records": {a: f"{ra.value} (epoch {ra.leader_epoch})",
+                                    b: f"{rb.value} (epoch {rb.leader_epoch})"},
+                    })
+                    break
+    return found
+
+
+def build_report(cluster: Cluster) -> Report:
+    mon = cluster.monitor
+    divergence = _divergence(cluster, below_hw=False)
+    return Report(
+        acked=list(mon.acked),
+        lost_acked=_lost_acked(cluster, mon.acked),
+        divergent=bool(divergence),
+        divergence=divergence,
+        hw_regressions=list(mon.hw_regressions),
+        two_leaders=list(mon.two_leaders),
+        errors=dict(mon.errors),
+        isr_shrinks=mon.isr_shrinks,
+        isr_expands=mon.isr_expands,
+        unclean_elections=mon.unclean_elections,
+    )

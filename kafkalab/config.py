@@ -1,0 +1,200 @@
+"""Broker and producer settings, with Kafka's names, and the version presets.
+
+A :class:`Config` is frozen and validated when it is made. Keys are Kafka's own
+(``min.insync.replicas``); dots and underscores are interchangeable. The switches that are not
+Kafka settings (``leader_epochs``, ``kip279`` ...) turn a historical fix on or off, so a lesson can
+show what went wrong before it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kafkalab.errors import ConfigError, did_you_mean
+
+__all__ = ["PRESETS", "Config", "make_config", "normalize_key"]
+
+ACKS_ALLOWED = ("0", "1", "all", "-1")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything that shapes one simulated partition.
+
+    The defaults are modern Kafka (3.7+) with the ZooKeeper controller model: leader epochs with
+    KIP-279 and KIP-320, the time-based ISR rule, unclean election off, the HW frozen while the
+    ISR is below min.insync.replicas, and bounced brokers detected by broker epoch (KIP-380).
+    """
+
+    preset: str | None = None
+    replication_factor: int | None = None  # None: every broker holds a replica
+    min_insync_replicas: int = 1
+    acks: str = "all"  # the default producer's acks: "0", "1" or "all"
+    request_timeout_ms: int = 30000
+    replica_lag_time_max_ms: int = 30000
+    replica_lag_max_messages: int | None = None  # the pre-0.9 rule; None turns it off
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 1000
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    zookeeper_session_timeout_ms: int = 18000
+    unclean_leader_election_enable: bool = False
+    leader_epochs: bool = True  # KIP-101 (0.11): truncate by OffsetsForLeaderEpoch, not to HW
+    kip279: bool = True  # 2.0: the epoch answer carries its epoch; the follower loops until it matches
+    kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
+    broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
+    hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
+    hw_freeze_under_min_isr: bool = True  # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def acks_value(self) -> int:
+        """acks as Kafka's wire value: 0, 1 or -1 (all)."""
+        return -1 if self.acks in ("all", "-1") else int(self.acks)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some settings changed (validated again)."""
+        return make_config({**self.as_dict(), **changes})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict with underscore keys."""
+        return dataclasses.asdict(self)
+
+
+_FIELDS = {f.name: f for f in fields(Config)}
+
+# The switches each Kafka release turned on or changed; later presets build on earlier ones.
+_PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "0.8",
+        dict(
+            leader_epochs=False,
+            kip279=False,
+            kip320=False,
+            broker_epoch=False,
+            hw_freeze_under_min_isr=False,
+            hw_includes_caught_up_followers=False,
+            unclean_leader_election_enable=True,
+            replica_lag_time_max_ms=10000,
+            replica_lag_max_messages=4000,
+            zookeeper_session_timeout_ms=6000,
+        ),
+    ),
+    ("0.9", dict(replica_lag_max_messages=None)),  # KAFKA-1546: time rule only
+    ("0.10", dict(hw_includes_caught_up_followers=True)),
+    ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
+    ("1.0", {}),
+    ("2.0", dict(kip279=True)),
+    ("2.1", dict(kip320=True)),
+    ("2.2", dict(broker_epoch=True)),  # KIP-380
+    ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000)),  # KIP-537
+    ("3.0", {}),
+    ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
+]
+
+
+def _build_presets() -> dict[str, dict[str, Any]]:
+    presets: dict[str, dict[str, Any]] = {}
+    acc: dict[str, Any] = {}
+    for name, step in _PRESET_STEPS:
+        acc = {**acc, **step}
+        presets[name] = dict(acc)
+    return presets
+
+
+PRESETS: dict[str, dict[str, Any]] = _build_presets()
+
+
+def normalize_key(key: str) -> str:
+    """'min.insync.replicas' and 'min_insync_replicas' both become 'min_insync_replicas'."""
+    name = str(key).strip().replace(".", "_").replace("-", "_")
+    if name not in _FIELDS:
+        dotted = [k.replace("_", ".") for k in _FIELDS]
+        hint = did_you_mean(str(key).replace("_", "."), dotted)
+        raise ConfigError(f"unknown config key {key!r}{hint}")
+    return name
+
+
+def make_config(settings: Mapping[str, Any] | None = None, **overrides: Any) -> Config:
+    """Build a :class:`Config` from Kafka-named settings; a ``preset`` key applies its switches
+    first, and every other key overrides them."""
+    merged: dict[str, Any] = {}
+    for source in (settings or {}, overrides):
+        for key, value in source.items():
+            merged[normalize_key(key)] = value
+    preset = merged.get("preset")
+    base: dict[str, Any] = {}
+    if preset is not None:
+        preset = str(preset)
+        if preset not in PRESETS:
+            allowed = ", ".join(PRESETS)
+            raise ConfigError(f"unknown preset {preset!r}: allowed presets are {allowed}")
+        base = dict(PRESETS[preset])
+        merged["preset"] = preset
+    base.update(merged)
+    return Config(**{k: _coerce(k, v) for k, v in base.items()})
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = _FIELDS[name].type
+    dotted = name.replace("_", ".")
+    if name == "acks":
+        text = str(value).strip().lower()
+        if text not in ACKS_ALLOWED:
+            raise ConfigError(f"acks={value!r} is not allowed: use 0, 1 or all (-1)")
+        return "all" if text == "-1" else text
+    if name == "preset":
+        return None if value is None else str(value)
+    if "bool" in str(kind):
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if not isinstance(value, bool):
+            raise ConfigError(f"{dotted}={value!r} is not allowed: use true or false")
+        return value
+    if value is None and "None" in str(kind):
+        return None
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{dotted}={value!r} is not allowed: use a whole number")
+    return value
+
+
+def _validate(c: Config) -> None:
+    for name in (
+        "request_timeout_ms",
+        "replica_lag_time_max_ms",
+        "replica_fetch_wait_max_ms",
+        "replica_fetch_backoff_ms",
+        "replica_high_watermark_checkpoint_interval_ms",
+        "zookeeper_session_timeout_ms",
+    ):
+        value = getattr(c, name)
+        if value < 1:
+            raise ConfigError(f"{name.replace('_', '.')}={value} is not allowed: use a time > 0 ms")
+    if c.min_insync_replicas < 1:
+        raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")
+    if c.replication_factor is not None:
+        if c.replication_factor < 1:
+            raise ConfigError(
+                f"replication.factor={c.replication_factor} is not allowed: use >= 1"
+            )
+        check_min_isr(c, c.replication_factor)
+    if c.replica_lag_max_messages is not None and c.replica_lag_max_messages < 1:
+        raise ConfigError(
+            f"replica.lag.max.messages={c.replica_lag_max_messages} is not allowed: "
+            "use >= 1, or null to turn the legacy rule off"
+        )
+
+
+def check_min_isr(c: Config, replication_factor: int) -> None:
+    """min.insync.replicas above the replication factor could never be met."""
+    if c.min_insync_replicas > replication_factor:
+        raise ConfigError(
+            f"min.insync.replicas={c.min_insync_replicas} is not allowed with replication "
+            f"factor {replication_factor}: use 1..{replication_factor}"
+        )

@@ -1,0 +1,40 @@
+"""What an actor may ask for while it handles a message or a timer.
+
+A handler gets a :class:`Context`: the time now, and methods that *record* what the handler wants
+done. The simulation carries the effects out after the handler returns, so the actors stay pure
+(no clock, no randomness, no I/O).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Context"]
+
+
+class Context:
+    __slots__ = ("now", "node", "sends", "timers", "events", "halt")
+
+    def __init__(self, now: int, node: int | str) -> None:
+        self.now = now
+        self.node = node
+        self.sends: list[tuple[int | str, Any]] = []
+        self.timers: list[tuple[int, str, Any]] = []
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.halt: str | None = None
+
+    def send(self, dst: int | str, msg: Any) -> None:
+        """Send ``msg`` to the actor at address ``dst`` over the network."""
+        self.sends.append((dst, msg))
+
+    def set_timer(self, delay_ms: int, name: str, data: Any = None) -> None:
+        """Wake this actor's ``on_timer(name, data)`` after ``delay_ms``."""
+        self.timers.append((delay_ms, name, data))
+
+    def emit(self, kind: str, **data: Any) -> None:
+        """Record a state change in the trace."""
+        self.events.append((kind, data))
+
+    def stop_process(self, reason: str) -> None:
+        """The broker halts itself (Kafka calls Exit.halt): the simulation crashes it."""
+        self.halt = reason

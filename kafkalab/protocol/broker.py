@@ -1,0 +1,635 @@
+"""A Kafka broker: the replicas it hosts, as leader or follower, and its ZooKeeper session.
+
+Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala/kafka/...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalab.config import Config
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
+
+__all__ = ["Broker", "FetchNow", "ReplicaState"]
+
+CONTROLLER = "controller"
+ZOOKEEPER = "zk"
+UNKNOWN_LEO = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchNow:
+    """A local command in stepped mode: follower, do your next round trip with the leader."""
+
+    tp: str
+
+
+@dataclass(slots=True)
+class Remote:
+    """The leader's view of one follower (kafka.cluster.Replica / ReplicaState)."""
+
+    leo: int = UNKNOWN_LEO
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = 0
+    last_fetch_ms: int = 0
+
+
+@dataclass(slots=True)
+class DelayedProduce:
+    src: int | str
+    request: m.ProduceRequest
+    base_offset: int
+    required_offset: int  # HW that acknowledges the batch: its last offset + 1
+    deadline_ms: int
+
+
+@dataclass(slots=True)
+class DelayedFetch:
+    src: int | str
+    request: m.FetchRequest
+    deadline_ms: int
+
+
+@dataclass(slots=True)
+class ReplicaState:
+    """One broker's replica of one partition, with its leader-side and follower-side state."""
+
+    tp: str
+    log: Log
+    role: str | None = None  # "leader", "follower" or None (no LeaderAndIsr yet, or offline)
+    leader: int | None = None
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    replicas: tuple[int, ...] = ()
+    remotes: dict[int, Remote] = field(default_factory=dict)
+    delayed_produces: list[DelayedProduce] = field(default_factory=list)
+    delayed_fetches: list[DelayedFetch] = field(default_factory=list)
+    alter_isr_pending: bool = False
+    maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
+    truncating: bool = False  # follower must find its truncation point before fetching
+    inflight: int | None = None  # correlation id of the follower's outstanding request
+
+
+class Broker:
+    """A broker actor. ``auto_fetch`` is timed mode: the follower fetches on its own, in a loop;
+    in stepped mode it only fetches when told (:class:`FetchNow`)."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        config: Config,
+        disks: dict[str, Disk],
+        *,
+        auto_fetch: bool,
+    ) -> None:
+        self.id = broker_id
+        self.config = config
+        self.auto_fetch = auto_fetch
+        self.partitions = {tp: ReplicaState(tp, Log(disk)) for tp, disk in disks.items()}
+        self.session: int | None = None
+        self.live_brokers: frozenset[int] = frozenset()
+        self.correlation = 0
+        self._handlers = {
+            m.ProduceRequest: self._on_produce,
+            m.FetchRequest: self._on_fetch,
+            m.FetchResponse: self._on_fetch_response,
+            m.OffsetsForLeaderEpochRequest: self._on_epoch_request,
+            m.OffsetsForLeaderEpochResponse: self._on_epoch_response,
+            m.LeaderAndIsr: self._on_leader_and_isr,
+            m.UpdateMetadata: self._on_update_metadata,
+            m.AlterIsrResponse: self._on_alter_isr_response,
+            m.ZkSessionExpired: self._on_session_expired,
+            m.ZkRegistered: self._on_registered,
+            FetchNow: self._on_fetch_now,
+        }
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self, ctx: Context) -> None:
+        """KafkaServer.startup: register in ZooKeeper and start the periodic tasks."""
+        ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
+        ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
+        ctx.set_timer(self.config.replica_high_watermark_checkpoint_interval_ms, "hw_checkpoint")
+        ctx.set_timer(self.config.replica_lag_time_max_ms // 2, "isr_expiration")
+
+    def disks(self, lose_unflushed: bool) -> dict[str, Disk]:
+        return {tp: r.log.disk(lose_unflushed) for tp, r in self.partitions.items()}
+
+    def handle(self, ctx: Context, src: int | str, msg: Any) -> None:
+        self._handlers[type(msg)](ctx, src, msg)
+
+    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
+        if name == "zk_heartbeat":
+            if self.session is not None:
+                ctx.send(ZOOKEEPER, m.ZkHeartbeat(self.id, self.session))
+            ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
+        elif name == "hw_checkpoint":
+            for r in self.partitions.values():
+                r.log.checkpoint_hw()
+            ctx.set_timer(
+                self.config.replica_high_watermark_checkpoint_interval_ms, "hw_checkpoint"
+            )
+        elif name == "isr_expiration":
+            for r in self.partitions.values():
+                if r.role == "leader":
+                    self._maybe_shrink_isr(ctx, r)
+            ctx.set_timer(self.config.replica_lag_time_max_ms // 2, "isr_expiration")
+        elif name == "produce_timeout":
+            self._expire_produces(ctx, self.partitions[data])
+        elif name == "fetch_wait":
+            self._expire_fetches(ctx, self.partitions[data])
+        elif name == "fetch_backoff":
+            r = self.partitions[data]
+            if r.role == "follower" and r.inflight is None:
+                self._send_fetch(ctx, r)
+        elif name == "fetch_timeout":
+            tp, correlation = data
+            r = self.partitions[tp]
+            if r.role == "follower" and r.inflight == correlation:
+                r.inflight = None
+                self._send_fetch(ctx, r)
+        elif name == "alter_isr_timeout":
+            tp, leader_epoch = data
+            r = self.partitions[tp]
+            if r.leader_epoch == leader_epoch:
+                r.alter_isr_pending = False
+                r.maximal_isr = ()
+
+    # ---- ZooKeeper and controller ----------------------------------------------------------
+
+    def _on_session_expired(self, ctx: Context, src: Any, msg: m.ZkSessionExpired) -> None:
+        """The ZooKeeper client re-creates its session and the broker registers again."""
+        if msg.session == self.session:
+            self.session = None
+            ctx.emit("zk_reregister", broker=self.id)
+            ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
+
+    def _on_registered(self, ctx: Context, src: Any, msg: m.ZkRegistered) -> None:
+        self.session = msg.session
+
+    def _on_update_metadata(self, ctx: Context, src: Any, msg: m.UpdateMetadata) -> None:
+        self.live_brokers = frozenset(msg.live_brokers)
+
+    def _on_leader_and_isr(self, ctx: Context, src: Any, msg: m.LeaderAndIsr) -> None:
+        """ReplicaManager.becomeLeaderOrFollower: requests with an older leader epoch than the
+        replica already has are ignored."""
+        r = self.partitions[msg.tp]
+        if msg.leader_epoch < r.leader_epoch:
+            ctx.emit("stale_leader_and_isr", broker=self.id, leader_epoch=msg.leader_epoch)
+            return
+        if msg.leader_epoch == r.leader_epoch and r.role is not None:
+            return
+        if msg.leader == self.id:
+            self._make_leader(ctx, r, msg)
+        else:
+            self._make_follower(ctx, r, msg)
+
+    def _make_leader(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Partition.makeLeader: record the new epoch at the LEO at once; ISR followers count as
+        caught up now; remote LEOs are unknown until each follower fetches. The HW starts from this
+        replica's own, possibly stale, HW."""
+        was_leader = r.role == "leader"
+        self._set_partition_state(r, msg)
+        r.role = "leader"
+        r.log.assign_epoch(msg.leader_epoch, r.log.leo)
+        r.truncating = False
+        r.inflight = None
+        if not was_leader:
+            r.remotes = {
+                rid: Remote(last_caught_up_ms=ctx.now if rid in msg.isr else 0)
+                for rid in msg.replicas
+                if rid != self.id
+            }
+            r.alter_isr_pending = False
+            r.maximal_isr = ()
+        ctx.emit(
+            "became_leader",
+            broker=self.id,
+            tp=r.tp,
+            leader_epoch=msg.leader_epoch,
+            isr=list(msg.isr),
+            leo=r.log.leo,
+            hw=r.log.hw,
+        )
+        self._maybe_increment_hw(ctx, r)
+        self._complete_produces(ctx, r)
+
+    def _make_follower(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
+        follower truncates to its HW at once; with them it first asks the leader where the epoch
+        it holds ends (OffsetsForLeaderEpoch)."""
+        self._fail_pending(ctx, r, m.NOT_LEADER_OR_FOLLOWER)
+        self._set_partition_state(r, msg)
+        r.role = "follower" if msg.leader is not None else None
+        r.remotes = {}
+        r.alter_isr_pending = False
+        r.maximal_isr = ()
+        r.inflight = None
+        ctx.emit(
+            "became_follower",
+            broker=self.id,
+            tp=r.tp,
+            leader=msg.leader,
+            leader_epoch=msg.leader_epoch,
+        )
+        if self.config.leader_epochs and r.log.latest_epoch != UNDEFINED_EPOCH:
+            r.truncating = True
+        else:
+            self._truncate(ctx, r, r.log.hw, "truncate_to_hw")
+            r.truncating = False
+        if r.role == "follower" and self.auto_fetch:
+            self._send_fetch(ctx, r)
+
+    def _set_partition_state(self, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        r.leader = msg.leader
+        r.leader_epoch = msg.leader_epoch
+        r.isr = msg.isr
+        r.partition_epoch = msg.partition_epoch
+        r.replicas = msg.replicas
+
+    # ---- produce (leader) ------------------------------------------------------------------
+
+    def _on_produce(self, ctx: Context, src: Any, req: m.ProduceRequest) -> None:
+        """Partition.appendRecordsToLeader, then ReplicaManager's produce purgatory."""
+        r = self.partitions[req.tp]
+
+        def reply(error: str, base_offset: int = -1) -> None:
+            if req.acks != 0:
+                ctx.send(src, m.ProduceResponse(req.tp, req.correlation_id, error, base_offset))
+
+        if r.role != "leader":
+            reply(m.NOT_LEADER_OR_FOLLOWER)
+            return
+        if req.acks == -1 and len(r.isr) < self.config.min_insync_replicas:
+            reply(m.NOT_ENOUGH_REPLICAS)
+            return
+        first, last = r.log.append_as_leader(req.values, r.leader_epoch)
+        ctx.emit(
+            "append", broker=self.id, tp=r.tp, first=first, last=last, leader_epoch=r.leader_epoch
+        )
+        self._complete_fetches(ctx, r)
+        self._maybe_increment_hw(ctx, r)
+        if req.acks == -1:
+            deadline = ctx.now + req.timeout_ms
+            r.delayed_produces.append(DelayedProduce(src, req, first, last + 1, deadline))
+            ctx.set_timer(req.timeout_ms, "produce_timeout", r.tp)
+            self._complete_produces(ctx, r)
+        else:
+            reply(m.NONE, first)
+
+    def _complete_produces(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.checkEnoughReplicasReachOffset for every waiting acks=all request."""
+        if not r.delayed_produces:
+            return
+        waiting = []
+        for p in r.delayed_produces:
+            error = self._produce_outcome(r, p)
+            if error is None:
+                waiting.append(p)
+            else:
+                ctx.send(p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error, p.base_offset))
+        r.delayed_produces = waiting
+
+    def _produce_outcome(self, r: ReplicaState, p: DelayedProduce) -> str | None:
+        if r.role != "leader":
+            return m.NOT_LEADER_OR_FOLLOWER
+        if r.log.hw < p.required_offset:
+            return None
+        if len(r.isr) >= self.config.min_insync_replicas:
+            return m.NONE
+        return m.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    def _expire_produces(self, ctx: Context, r: ReplicaState) -> None:
+        keep = []
+        for p in r.delayed_produces:
+            if p.deadline_ms <= ctx.now:
+                ctx.send(
+                    p.src,
+                    m.ProduceResponse(r.tp, p.request.correlation_id, m.REQUEST_TIMED_OUT),
+                )
+            else:
+                keep.append(p)
+        r.delayed_produces = keep
+
+    def _fail_pending(self, ctx: Context, r: ReplicaState, error: str) -> None:
+        for p in r.delayed_produces:
+            ctx.send(p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error))
+        r.delayed_produces = []
+        for f in r.delayed_fetches:
+            ctx.send(f.src, m.FetchResponse(r.tp, f.request.correlation_id, error))
+        r.delayed_fetches = []
+
+    # ---- fetch (leader) --------------------------------------------------------------------
+
+    def _on_fetch(self, ctx: Context, src: Any, req: m.FetchRequest) -> None:
+        """ReplicaManager.fetchMessages: check the epoch (KIP-320) and the offset, read the log and
+        the HW *before* applying the follower's fetch offset (readFromLocalLog, then
+        updateFollowerFetchState), and park an empty read in the purgatory."""
+        r = self.partitions[req.tp]
+        error = self._check_fetch(r, req.current_leader_epoch)
+        if error is None and req.fetch_offset > r.log.leo:
+            error = m.OFFSET_OUT_OF_RANGE
+        if error is not None:
+            ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, error, leader_leo=r.log.leo))
+            return
+        records = tuple(r.log.records[req.fetch_offset :])
+        hw = r.log.hw
+        self._update_follower_fetch_state(ctx, r, req.replica_id, req.fetch_offset)
+        if not records and req.max_wait_ms > 0:
+            r.delayed_fetches.append(DelayedFetch(src, req, ctx.now + req.max_wait_ms))
+            ctx.set_timer(req.max_wait_ms, "fetch_wait", r.tp)
+            return
+        ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
+
+    def _check_fetch(self, r: ReplicaState, current_leader_epoch: int | None) -> str | None:
+        """Partition.checkCurrentLeaderEpoch (KIP-320) and the leadership check."""
+        if current_leader_epoch is not None and self.config.kip320:
+            if current_leader_epoch < r.leader_epoch:
+                return m.FENCED_LEADER_EPOCH
+            if current_leader_epoch > r.leader_epoch:
+                return m.UNKNOWN_LEADER_EPOCH
+        if r.role != "leader":
+            return m.NOT_LEADER_OR_FOLLOWER
+        return None
+
+    def _complete_fetches(self, ctx: Context, r: ReplicaState) -> None:
+        """DelayedFetch.tryComplete: new data completes every waiting fetch."""
+        waiting, r.delayed_fetches = r.delayed_fetches, []
+        for f in waiting:
+            self._answer_delayed_fetch(ctx, r, f)
+
+    def _expire_fetches(self, ctx: Context, r: ReplicaState) -> None:
+        due = [f for f in r.delayed_fetches if f.deadline_ms <= ctx.now]
+        r.delayed_fetches = [f for f in r.delayed_fetches if f.deadline_ms > ctx.now]
+        for f in due:
+            self._answer_delayed_fetch(ctx, r, f)
+
+    def _answer_delayed_fetch(self, ctx: Context, r: ReplicaState, f: DelayedFetch) -> None:
+        req = f.request
+        records = tuple(r.log.records[req.fetch_offset :])
+        hw = r.log.hw
+        self._update_follower_fetch_state(ctx, r, req.replica_id, req.fetch_offset)
+        ctx.send(f.src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
+
+    def _update_follower_fetch_state(
+        self, ctx: Context, r: ReplicaState, follower: int, fetch_offset: int
+    ) -> None:
+        """Replica.updateFetchState, then Partition.maybeExpandIsr and maybeIncrementLeaderHW.
+
+        lastCaughtUpTime: now if the fetch reaches the leader's LEO; else the time of the previous
+        fetch if this one reaches the LEO the leader had then; else unchanged."""
+        remote = r.remotes.get(follower)
+        if remote is None:
+            return
+        leader_leo = r.log.leo
+        if fetch_offset >= leader_leo:
+            remote.last_caught_up_ms = max(remote.last_caught_up_ms, ctx.now)
+        elif fetch_offset >= remote.last_fetch_leader_leo:
+            remote.last_caught_up_ms = max(remote.last_caught_up_ms, remote.last_fetch_ms)
+        remote.last_fetch_leader_leo = leader_leo
+        remote.last_fetch_ms = ctx.now
+        remote.leo = fetch_offset
+        self._maybe_expand_isr(ctx, r, follower, remote)
+        self._maybe_increment_hw(ctx, r)
+
+    # ---- HW and ISR (leader) ---------------------------------------------------------------
+
+    def _caught_up(self, r: ReplicaState, remote: Remote, now: int) -> bool:
+        """Replica.isCaughtUp, plus the legacy replica.lag.max.messages rule when it is on."""
+        lag_messages = self.config.replica_lag_max_messages
+        if lag_messages is not None and r.log.leo - max(remote.leo, 0) > lag_messages:
+            return False
+        return (
+            remote.leo == r.log.leo
+            or now - remote.last_caught_up_ms <= self.config.replica_lag_time_max_ms
+        )
+
+    def _maybe_increment_hw(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO of the leader and every
+        ISR member, and since 0.10.2 (KAFKA-4485) of any caught-up live follower outside the ISR,
+        which is about to join (the liveness guard is KAFKA-15021, 3.6). Since 3.7 it does not move while the ISR is below min.insync.replicas."""
+        if r.role != "leader":
+            return
+        config = self.config
+        isr = r.maximal_isr or r.isr
+        if config.hw_freeze_under_min_isr:
+            effective_min_isr = min(config.min_insync_replicas, len(r.replicas))
+            if len(r.isr) < effective_min_isr:
+                return
+        new_hw = r.log.leo
+        wait_for_caught_up = config.hw_includes_caught_up_followers
+        for rid, remote in r.remotes.items():
+            if remote.leo < new_hw and (
+                rid in isr
+                or (
+                    wait_for_caught_up
+                    and rid in self.live_brokers
+                    and self._caught_up(r, remote, ctx.now)
+                )
+            ):
+                new_hw = remote.leo
+        if new_hw > r.log.hw:
+            self._set_hw(ctx, r, new_hw)
+            self._complete_produces(ctx, r)
+
+    def _set_hw(self, ctx: Context, r: ReplicaState, hw: int) -> None:
+        ctx.emit("hw", broker=self.id, tp=r.tp, old=r.log.hw, new=hw)
+        r.log.hw = hw
+
+    def _maybe_expand_isr(
+        self, ctx: Context, r: ReplicaState, follower: int, remote: Remote
+    ) -> None:
+        """Partition.maybeExpandIsr / isFollowerInSync: a follower outside the ISR joins once its
+        LEO reaches the HW and the start of the leader's current epoch (KAFKA-7128)."""
+        if follower in r.isr or r.alter_isr_pending or follower not in self.live_brokers:
+            return
+        epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
+        if remote.leo >= r.log.hw and remote.leo >= epoch_start:
+            self._alter_isr(ctx, r, r.isr + (follower,), "expand")
+
+    def _maybe_shrink_isr(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.maybeShrinkIsr (every replica.lag.time.max.ms / 2): drop every follower
+        that is not caught up."""
+        if r.alter_isr_pending:
+            return
+        out = [
+            rid
+            for rid in r.isr
+            if rid != self.id and not self._caught_up(r, r.remotes[rid], ctx.now)
+        ]
+        if out:
+            self._alter_isr(ctx, r, tuple(i for i in r.isr if i not in out), "shrink")
+
+    def _alter_isr(self, ctx: Context, r: ReplicaState, isr: tuple[int, ...], why: str) -> None:
+        r.alter_isr_pending = True
+        r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
+        ctx.emit("alter_isr", broker=self.id, tp=r.tp, isr=list(isr), reason=why)
+        ctx.send(CONTROLLER, m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr))
+        ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
+
+    def _on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
+        r = self.partitions[msg.tp]
+        r.alter_isr_pending = False
+        r.maximal_isr = ()
+        if msg.error != m.NONE or r.role != "leader" or msg.leader_epoch != r.leader_epoch:
+            return
+        r.isr = msg.isr
+        r.partition_epoch = msg.partition_epoch
+        ctx.emit("isr_applied", broker=self.id, tp=r.tp, isr=list(msg.isr))
+        self._maybe_increment_hw(ctx, r)
+        self._complete_produces(ctx, r)
+
+    # ---- OffsetsForLeaderEpoch (leader) ----------------------------------------------------
+
+    def _on_epoch_request(self, ctx: Context, src: Any, req: m.OffsetsForLeaderEpochRequest) -> None:
+        """ReplicaManager.lastOffsetForLeaderEpoch -> LeaderEpochFileCache.endOffsetFor. Before
+        KIP-279 the answer carries no epoch."""
+        r = self.partitions[req.tp]
+        error = self._check_fetch(r, req.current_leader_epoch)
+        if error is not None:
+            reply = m.OffsetsForLeaderEpochResponse(
+                r.tp, req.correlation_id, error, UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            )
+        else:
+            epoch, end_offset = r.log.end_offset_for(req.leader_epoch)
+            if not self.config.kip279:
+                epoch = UNDEFINED_EPOCH
+            reply = m.OffsetsForLeaderEpochResponse(
+                r.tp, req.correlation_id, m.NONE, epoch, end_offset
+            )
+        ctx.send(src, reply)
+
+    # ---- follower ----------------------------------------------------------------------------
+
+    def _on_fetch_now(self, ctx: Context, src: Any, cmd: FetchNow) -> None:
+        r = self.partitions[cmd.tp]
+        if r.role == "follower":
+            r.inflight = None  # an outstanding request whose response was lost has timed out
+            self._send_fetch(ctx, r)
+
+    def _send_fetch(self, ctx: Context, r: ReplicaState) -> None:
+        """AbstractFetcherThread: truncate first when needed, else fetch from the LEO."""
+        assert r.leader is not None
+        self.correlation += 1
+        r.inflight = self.correlation
+        current_epoch = r.leader_epoch if self.config.kip320 else None
+        if r.truncating:
+            req: Any = m.OffsetsForLeaderEpochRequest(
+                r.tp, self.id, r.log.latest_epoch, current_epoch, self.correlation
+            )
+        else:
+            wait = self.config.replica_fetch_wait_max_ms if self.auto_fetch else 0
+            req = m.FetchRequest(r.tp, self.id, r.log.leo, current_epoch, wait, self.correlation)
+        ctx.send(r.leader, req)
+        if self.auto_fetch:
+            # The fetcher's request timeout: a lost request or response does not stall it forever.
+            ctx.set_timer(self.config.request_timeout_ms, "fetch_timeout", (r.tp, self.correlation))
+
+    def _accept_response(self, r: ReplicaState, correlation_id: int) -> bool:
+        if r.role != "follower" or r.inflight != correlation_id:
+            return False
+        r.inflight = None
+        return True
+
+    def _on_fetch_response(self, ctx: Context, src: Any, resp: m.FetchResponse) -> None:
+        """ReplicaFetcherThread.processPartitionData: append, then follower HW =
+        min(leader's HW, own LEO); the HW of a follower only moves forward."""
+        r = self.partitions[resp.tp]
+        if not self._accept_response(r, resp.correlation_id):
+            return
+        if resp.error == m.NONE:
+            if resp.records and resp.records[0].offset == r.log.leo:
+                r.log.append_replicated(resp.records)
+                ctx.emit(
+                    "replicate",
+                    broker=self.id,
+                    tp=r.tp,
+                    first=resp.records[0].offset,
+                    last=resp.records[-1].offset,
+                )
+            new_hw = min(resp.hw, r.log.leo)
+            if new_hw != r.log.hw:  # assigned as is: a new leader's stale HW can be lower
+                self._set_hw(ctx, r, new_hw)
+            self._next_fetch(ctx, r, 0)
+        elif resp.error == m.OFFSET_OUT_OF_RANGE:
+            self._handle_offset_out_of_range(ctx, r, resp.leader_leo)
+        else:
+            ctx.emit("fetch_error", broker=self.id, tp=r.tp, error=resp.error)
+            self._next_fetch(ctx, r, self.config.replica_fetch_backoff_ms)
+
+    def _handle_offset_out_of_range(self, ctx: Context, r: ReplicaState, leader_leo: int) -> None:
+        """ReplicaFetcherThread.handleOffsetOutOfRange: a follower ahead of the leader truncates to
+        the leader's LEO (the pre-0.11 path that loses acknowledged records)."""
+        if r.log.leo > leader_leo:
+            if not self.config.unclean_leader_election_enable and not self.config.leader_epochs:
+                # 0.10: "Exiting because log truncation is not allowed" (System.exit).
+                ctx.stop_process(
+                    f"broker {self.id} is ahead of the leader ({r.log.leo} > {leader_leo}) and "
+                    "unclean leader election is disabled, so it may not truncate: it halts"
+                )
+                return
+            self._truncate(ctx, r, leader_leo, "offset_out_of_range")
+        self._next_fetch(ctx, r, 0)
+
+    def _on_epoch_response(
+        self, ctx: Context, src: Any, resp: m.OffsetsForLeaderEpochResponse
+    ) -> None:
+        """AbstractFetcherThread.maybeTruncate / getOffsetTruncationState.
+
+        KIP-101: truncate to min(leader's end offset, own LEO); an undefined answer falls back to
+        the HW. KIP-279: if the leader answered with an epoch this replica does not end at the same
+        place, truncate to where this replica's copy of that epoch ends and ask again."""
+        r = self.partitions[resp.tp]
+        if not self._accept_response(r, resp.correlation_id):
+            return
+        if resp.error != m.NONE:
+            ctx.emit("fetch_error", broker=self.id, tp=r.tp, error=resp.error)
+            self._next_fetch(ctx, r, self.config.replica_fetch_backoff_ms)
+            return
+        done = True
+        if resp.end_offset == UNDEFINED_OFFSET:
+            target = r.log.hw
+        elif resp.leader_epoch == UNDEFINED_EPOCH:  # a pre-KIP-279 answer
+            target = min(resp.end_offset, r.log.leo)
+        else:
+            epoch, end = r.log.end_offset_for(resp.leader_epoch)
+            if end == UNDEFINED_OFFSET:
+                target = min(resp.end_offset, r.log.leo)
+            elif epoch != resp.leader_epoch:
+                target, done = min(end, r.log.leo), False
+            else:
+                target = min(resp.end_offset, end)
+        self._truncate(ctx, r, target, "leader_epoch")
+        r.truncating = not done or not r.log.epochs
+        if not r.log.epochs:
+            r.truncating = False
+        self._next_fetch(ctx, r, 0)
+
+    def _next_fetch(self, ctx: Context, r: ReplicaState, backoff_ms: int) -> None:
+        if not self.auto_fetch or r.role != "follower":
+            return
+        if backoff_ms:
+            ctx.set_timer(backoff_ms, "fetch_backoff", r.tp)
+        else:
+            self._send_fetch(ctx, r)
+
+    def _truncate(self, ctx: Context, r: ReplicaState, offset: int, reason: str) -> None:
+        old_leo, old_hw = r.log.leo, r.log.hw
+        if offset >= old_leo:
+            return
+        removed = [rec.value for rec in r.log.records[offset:]]
+        r.log.truncate_to(offset)
+        ctx.emit(
+            "truncate",
+            broker=self.id,
+            tp=r.tp,
+            to=offset,
+            old_leo=old_leo,
+            old_hw=old_hw,
+            removed=removed,
+            reason=reason,
+        )

@@ -1,0 +1,139 @@
+"""A replica's log: records with offsets and leader epochs, LEO, HW, the epoch cache, and what
+survives a crash (the page cache) or a power loss (only what was flushed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "Disk", "Log", "Record"]
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record: its offset, the leader epoch it was written in, and its value."""
+
+    offset: int
+    value: str
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Disk:
+    """What a broker finds when it starts: its log, the HW checkpoint and the epoch checkpoint."""
+
+    records: tuple[Record, ...] = ()
+    hw_checkpoint: int = 0
+    epochs: tuple[tuple[int, int], ...] = ()
+
+
+class Log:
+    """The log of one replica.
+
+    ``epochs`` is the leader epoch cache (LeaderEpochFileCache): (epoch, start offset) pairs in
+    increasing order. ``flushed`` counts the records that are on disk; the rest live in the page
+    cache and are gone after a power loss.
+    """
+
+    __slots__ = ("records", "hw", "hw_checkpoint", "flushed", "epochs")
+
+    def __init__(self, disk: Disk | None = None) -> None:
+        disk = disk or Disk()
+        self.records: list[Record] = list(disk.records)
+        self.flushed = len(self.records)
+        self.epochs: list[tuple[int, int]] = [e for e in disk.epochs if e[1] <= len(self.records)]
+        self.hw_checkpoint = disk.hw_checkpoint
+        # A restarted replica starts from its checkpointed HW (never past its own LEO).
+        self.hw = min(disk.hw_checkpoint, len(self.records))
+
+    @property
+    def leo(self) -> int:
+        """Log end offset: the offset of the next record to be written."""
+        return len(self.records)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.epochs[-1][0] if self.epochs else UNDEFINED_EPOCH
+
+    def values(self) -> list[str]:
+        return [r.value for r in self.records]
+
+    def append_as_leader(self, values: tuple[str, ...], leader_epoch: int) -> tuple[int, int]:
+        """Append values in ``leader_epoch``; returns (first offset, last offset)."""
+        first = self.leo
+        self.assign_epoch(leader_epoch, first)
+        self.records.extend(
+            Record(first + i, value, leader_epoch) for i, value in enumerate(values)
+        )
+        return first, self.leo - 1
+
+    def append_replicated(self, records: tuple[Record, ...]) -> None:
+        """A follower appends what it fetched, learning epochs from the batches."""
+        for record in records:
+            if record.leader_epoch > self.latest_epoch:
+                self.epochs.append((record.leader_epoch, record.offset))
+            self.records.append(record)
+
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """LeaderEpochFileCache.assign: remember that ``epoch`` starts at ``start_offset``."""
+        if epoch > self.latest_epoch:
+            self.epochs.append((epoch, start_offset))
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every record at or after ``offset``; returns how many were removed.
+
+        Epoch cache entries starting at or beyond the truncation point go too
+        (LeaderEpochFileCache.truncateFromEnd), and the HW cannot stay above the new end.
+        """
+        removed = max(0, self.leo - offset)
+        if removed:
+            del self.records[offset:]
+        self.epochs = [e for e in self.epochs if e[1] < offset]
+        self.flushed = min(self.flushed, offset)
+        self.hw = min(self.hw, offset)
+        return removed
+
+    def end_offset_for(self, epoch: int) -> tuple[int, int]:
+        """LeaderEpochFileCache.endOffsetFor: (epoch, end offset) as the leader answers
+        OffsetsForLeaderEpoch.
+
+        The latest epoch ends at the LEO. An older epoch is answered with the largest epoch at or
+        below it and the start offset of the first epoch after it (KIP-279). An epoch newer than
+        every entry is undefined.
+        """
+        if not self.epochs:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch == self.latest_epoch:
+            return epoch, self.leo
+        if epoch > self.latest_epoch:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        floor = None
+        for e, start in self.epochs:
+            if e > epoch:
+                # Older than every entry: Kafka answers the requested epoch ending where the
+                # first known epoch starts.
+                return (epoch if floor is None else floor), start
+            floor = e
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET  # unreachable: epoch < latest
+
+    def epoch_start_offset(self, epoch: int) -> int | None:
+        for e, start in self.epochs:
+            if e == epoch:
+                return start
+        return None
+
+    def flush(self) -> None:
+        """fsync the log and write the HW checkpoint."""
+        self.flushed = self.leo
+        self.hw_checkpoint = self.hw
+
+    def checkpoint_hw(self) -> None:
+        """The periodic HW checkpoint (replica.high.watermark.checkpoint.interval.ms)."""
+        self.hw_checkpoint = self.hw
+
+    def disk(self, lose_unflushed: bool) -> Disk:
+        """What survives a crash: everything (page cache) or only the flushed prefix."""
+        kept = self.flushed if lose_unflushed else self.leo
+        return Disk(tuple(self.records[:kept]), self.hw_checkpoint, tuple(self.epochs))

@@ -1,0 +1,419 @@
+"""Scenario files: the YAML format instructors and learners write, and the named catalog.
+
+A scenario names a cluster (brokers, leader, config), a list of steps replayed in stepped mode, an
+optional ``expect`` block checked at the end, ``check`` steps checked on the way, and optional
+``variants``: the same steps with some settings changed (the old behaviour switched on or off)
+and what to expect then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kafkalab.config import make_config, normalize_key
+from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
+from kafkalab.sim.cluster import Cluster
+
+__all__ = [
+    "EXPECT_KEYS",
+    "STEP_KINDS",
+    "Scenario",
+    "ScenarioResult",
+    "apply_step",
+    "catalog",
+    "check_expect",
+    "get",
+    "load",
+    "parse",
+    "replay",
+    "run",
+]
+
+TOP_KEYS = ("name", "description", "brokers", "leader", "replicas", "config", "steps", "expect",
+            "variants", "seed")
+
+# Each step kind: (the key its scalar form fills, the keys its mapping form allows).
+STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "produce": ("value", ("value", "values", "count", "acks", "producer")),
+    "fetch": ("follower", ("follower", "response", "delay_ms")),
+    "crash": ("broker", ("broker", "lose_unflushed")),
+    "restart": ("broker", ("broker",)),
+    "flush": ("broker", ("broker",)),
+    "advance": ("ms", ("ms",)),
+    "disconnect": (None, ()),
+    "reconnect": (None, ()),
+    "partition": (None, ()),
+    "heal": (None, ()),
+    "check": (None, ()),
+}
+
+EXPECT_KEYS = (
+    "leader", "leader_epoch", "isr", "running", "hw", "leo", "logs", "epoch_cache", "acked",
+    "lost_acked", "divergent", "errors", "hw_regressions", "two_leaders", "isr_shrinks",
+    "isr_expands", "unclean_elections", "time_ms",
+)
+_BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache")
+_AS_SETS = ("isr", "running", "acked", "lost_acked")
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # 1-based, as authors count
+    kind: str
+    args: dict[str, Any]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    settings: dict[str, Any]
+    expect: dict[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    brokers: int
+    leader: int
+    replicas: list[int] | None
+    config: dict[str, Any]
+    steps: list[Step]
+    expect: dict[str, Any]
+    variants: list[Variant] = field(default_factory=list)
+    seed: int = 0
+    source: str = ""  # the YAML text
+
+    def cluster(self, overrides: Mapping[str, Any] | None = None) -> Cluster:
+        """A fresh cluster in this scenario's initial state (no step applied)."""
+        settings = {**self.config, **(overrides or {})}
+        return Cluster(
+            self.brokers, config=make_config(settings), leader=self.leader,
+            replicas=self.replicas, seed=self.seed,
+        )
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    variant: Variant | None
+    cluster: Cluster
+    mismatches: list[str]  # empty when every expectation held
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def state(self) -> dict[str, Any]:
+        return self.cluster.state()
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+
+def parse(text: str, origin: str = "<scenario>") -> Scenario:
+    """Parse and validate a scenario's YAML text."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ScenarioError(f"{origin}: malformed YAML{where}: {problem}") from None
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{origin}: a scenario is a mapping with name, brokers, steps, ...")
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise ScenarioError(
+                f"{origin}: unknown key {key!r}{did_you_mean(str(key), TOP_KEYS)}; "
+                f"allowed: {', '.join(TOP_KEYS)}"
+            )
+    name = str(doc.get("name") or Path(origin).stem)
+    brokers = _int(doc.get("brokers", 3), f"{origin}: brokers", 1)
+    leader = _int(doc.get("leader", 1), f"{origin}: leader", 1)
+    if leader > brokers:
+        raise ScenarioError(f"{origin}: leader {leader} does not exist: brokers are 1..{brokers}")
+    config = _config(doc.get("config") or {}, origin)
+    steps_doc = doc.get("steps") or []
+    if not isinstance(steps_doc, list):
+        raise ScenarioError(f"{origin}: steps must be a list")
+    steps = [_step(i, s, origin, brokers) for i, s in enumerate(steps_doc, start=1)]
+    expect = _expect(doc.get("expect") or {}, f"{origin}: expect")
+    variants = _variants(doc.get("variants") or [], origin)
+    replicas = doc.get("replicas")
+    seed = _int(doc.get("seed", 0), f"{origin}: seed", 0)
+    scenario = Scenario(name, str(doc.get("description") or "").strip(), brokers, leader,
+                        replicas, config, steps, expect, variants, seed, text)
+    try:  # build the cluster once so bad configs surface now, not halfway through a replay
+        scenario.cluster()
+    except ConfigError as err:
+        raise ScenarioError(f"{origin}: config: {err}") from None
+    return scenario
+
+
+def _int(value: Any, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ScenarioError(f"{what}={value!r} is not allowed: use a whole number >= {minimum}")
+    return value
+
+
+def _config(raw: Any, origin: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{origin}: config must be a mapping of Kafka settings")
+    try:
+        make_config(raw)
+        return {normalize_key(k): v for k, v in raw.items()}
+    except ConfigError as err:
+        raise ScenarioError(f"{origin}: config: {err}") from None
+
+
+def _step(index: int, raw: Any, origin: str, brokers: int) -> Step:
+    where = f"{origin}: step {index}"
+    note = None
+    if isinstance(raw, str):
+        kind, arg = raw, None
+    elif isinstance(raw, dict) and raw:
+        raw = dict(raw)
+        note = raw.pop("note", None)
+        if len(raw) != 1:
+            raise ScenarioError(f"{where}: a step has one kind (and an optional note), got {list(raw)}")
+        kind, arg = next(iter(raw.items()))
+    else:
+        raise ScenarioError(f"{where}: a step is a kind such as 'heal' or a mapping like 'fetch: 1'")
+    if kind not in STEP_KINDS:
+        raise ScenarioError(
+            f"{where}: unknown step {kind!r}{did_you_mean(str(kind), STEP_KINDS)}; "
+            f"allowed: {', '.join(STEP_KINDS)}"
+        )
+    args = _step_args(kind, arg, where)
+    for key in ("follower", "broker"):
+        if key in args:
+            b = args[key]
+            if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= brokers:
+                raise ScenarioError(
+                    f"{where} ({kind}): {key} {b!r} does not exist: brokers are 1..{brokers}"
+                )
+    return Step(index, kind, args, note)
+
+
+def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
+    scalar_key, allowed = STEP_KINDS[kind]
+    if kind == "heal":
+        if arg is not None:
+            raise ScenarioError(f"{where} (heal): heal takes no argument")
+        return {}
+    if kind in ("disconnect", "reconnect"):
+        if not isinstance(arg, list) or len(arg) != 2:
+            raise ScenarioError(f"{where} ({kind}): give two nodes, like [1, zk]")
+        return {"a": arg[0], "b": arg[1]}
+    if kind == "partition":
+        if not isinstance(arg, list) or len(arg) < 2 or not all(isinstance(g, list) for g in arg):
+            raise ScenarioError(f"{where} (partition): give two or more groups, like [[1], [2, zk]]")
+        return {"groups": arg}
+    if kind == "check":
+        return {"expect": _expect(arg or {}, f"{where} (check)")}
+    if isinstance(arg, dict):
+        for key in arg:
+            if key not in allowed:
+                raise ScenarioError(
+                    f"{where} ({kind}): unknown key {key!r}{did_you_mean(str(key), allowed)}; "
+                    f"allowed: {', '.join(allowed)}"
+                )
+        args = dict(arg)
+    elif arg is None:
+        raise ScenarioError(f"{where} ({kind}): missing its {scalar_key}")
+    else:
+        args = {scalar_key: arg}
+    if kind == "produce" and "value" not in args and "values" not in args:
+        raise ScenarioError(f"{where} (produce): give a value (or values)")
+    if kind == "produce" and "acks" in args and str(args["acks"]).lower() not in ("0", "1", "all", "-1"):
+        raise ScenarioError(f"{where} (produce): acks={args['acks']!r} is not allowed: use 0, 1 or all")
+    if kind == "advance":
+        _int(args.get("ms"), f"{where} (advance): ms", 0)
+    return args
+
+
+def _expect(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: expect must be a mapping")
+    for key in raw:
+        if key not in EXPECT_KEYS:
+            raise ScenarioError(
+                f"{where}: unknown key {key!r}{did_you_mean(str(key), EXPECT_KEYS)}; "
+                f"allowed: {', '.join(EXPECT_KEYS)}"
+            )
+    return dict(raw)
+
+
+def _variants(raw: Any, origin: str) -> list[Variant]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{origin}: variants must be a list")
+    out = []
+    for i, v in enumerate(raw, start=1):
+        where = f"{origin}: variant {i}"
+        if not isinstance(v, dict) or "set" not in v:
+            raise ScenarioError(f"{where}: a variant has 'set' (settings) and 'expect'")
+        settings = _config(v["set"], where)
+        out.append(Variant(str(v.get("name") or f"variant-{i}"), settings,
+                           _expect(v.get("expect") or {}, f"{where}: expect"),
+                           str(v.get("description") or "").strip()))
+    return out
+
+
+# ---- the catalog ---------------------------------------------------------------------------
+
+
+def _catalog_dir() -> Any:
+    return resources.files("kafkalab.scenarios") / "catalog"
+
+
+def catalog() -> dict[str, Scenario]:
+    """Every named scenario that ships with kafkalab, by name."""
+    out = {}
+    for entry in sorted(_catalog_dir().iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".yaml"):
+            s = parse(entry.read_text(encoding="utf-8"), entry.name)
+            out[s.name] = s
+    return out
+
+
+def load(file_or_name: str) -> Scenario:
+    """A scenario from a YAML file path, or from the catalog by name."""
+    path = Path(file_or_name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ScenarioError(f"no scenario file {file_or_name!r}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ScenarioError(f"cannot read {file_or_name!r}: {err}") from None
+        return parse(text, str(path))
+    return get(file_or_name)
+
+
+def get(name: str) -> Scenario:
+    """A catalog scenario by name."""
+    entries = catalog()
+    if name not in entries:
+        raise ScenarioError(
+            f"no scenario file or catalog entry named {name!r}{did_you_mean(name, entries)}; "
+            "'kafkalab scenario list' shows the catalog"
+        )
+    return entries[name]
+
+
+# ---- replay --------------------------------------------------------------------------------
+
+
+def apply_step(cluster: Cluster, step: Step) -> list[str]:
+    """Apply one step to a cluster; a ``check`` step returns its mismatches."""
+    a = step.args
+    try:
+        if step.kind == "check":
+            return [f"after step {step.index}: {m}" for m in check_expect(cluster, a["expect"])]
+        if step.kind == "produce":
+            cluster.produce(a.get("value"), values=a.get("values"), count=a.get("count"),
+                            acks=a.get("acks"), producer=a.get("producer", "producer"))
+        elif step.kind == "fetch":
+            cluster.fetch(a["follower"], response=a.get("response", "ok"),
+                          delay_ms=a.get("delay_ms", 1000))
+        elif step.kind == "crash":
+            cluster.crash(a["broker"], lose_unflushed=bool(a.get("lose_unflushed", False)))
+        elif step.kind in ("restart", "flush"):
+            getattr(cluster, step.kind)(a["broker"])
+        elif step.kind == "advance":
+            cluster.advance(a["ms"])
+        elif step.kind in ("disconnect", "reconnect"):
+            getattr(cluster, step.kind)(a["a"], a["b"])
+        elif step.kind == "partition":
+            cluster.partition(a["groups"])
+        else:
+            cluster.heal()
+    except (ActionError, ConfigError) as err:
+        raise ScenarioError(f"step {step.index} ({step.kind}): {err}") from None
+    return []
+
+
+def replay(scenario: Scenario, overrides: Mapping[str, Any] | None = None) -> tuple[Cluster, list[str]]:
+    """Run every step; returns the cluster and the mismatches of its check steps."""
+    try:
+        cluster = scenario.cluster(overrides)
+    except ConfigError as err:
+        raise ScenarioError(f"{scenario.name}: config: {err}") from None
+    mismatches: list[str] = []
+    for step in scenario.steps:
+        mismatches += apply_step(cluster, step)
+    return cluster, mismatches
+
+
+def _normalize_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    return {normalize_key(k): v for k, v in overrides.items()}
+
+
+def find_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> Variant | None:
+    """The variant whose settings are exactly ``overrides`` (compared after validation)."""
+    if not overrides:
+        return None
+    wanted = _normalize_overrides(overrides)
+    base = {**scenario.config}
+    try:
+        wanted_config = make_config({**base, **wanted})
+    except ConfigError as err:
+        raise ScenarioError(f"--set: {err}") from None
+    for v in scenario.variants:
+        if set(v.settings) == set(wanted) and make_config({**base, **v.settings}) == wanted_config:
+            return v
+    return None
+
+
+def run(scenario: Scenario, overrides: Mapping[str, Any] | None = None,
+        variant: Variant | None = None) -> ScenarioResult:
+    """Replay a scenario (or one of its variants) and check its expectations."""
+    if variant is None and overrides:
+        variant = find_variant(scenario, overrides)
+    settings = dict(variant.settings) if variant is not None else {}
+    settings.update(_normalize_overrides(overrides or {}))
+    cluster, mismatches = replay(scenario, settings)
+    expect = variant.expect if variant is not None else scenario.expect
+    mismatches += check_expect(cluster, expect)
+    return ScenarioResult(scenario, variant, cluster, mismatches)
+
+
+# ---- expectations --------------------------------------------------------------------------
+
+
+def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
+    """Compare an expect block with the cluster's state; one readable line per mismatch."""
+    state = cluster.state()
+    out = []
+    for key, want in expect.items():
+        got = state[key]
+        if key in _BROKER_MAPS:
+            for b, w in (want or {}).items():
+                b_int = int(b)
+                g = got.get(b_int)
+                if w != g:
+                    out.append(f"{key}[{b_int}]: expected {w!r}, got {g!r}")
+        elif key in _AS_SETS:
+            if sorted(map(str, want or [])) != sorted(map(str, got)):
+                out.append(f"{key}: expected {want!r}, got {got!r}")
+        elif key == "errors":
+            if {str(k): str(v) for k, v in (want or {}).items()} != got:
+                out.append(f"errors: expected {want!r}, got {got!r}")
+        elif key in ("hw_regressions", "two_leaders"):
+            count = len(got)
+            if (isinstance(want, bool) and want != bool(count)) or (
+                not isinstance(want, bool) and want != count
+            ):
+                out.append(f"{key}: expected {want!r}, got {count} ({got!r})")
+        elif want != got:
+            out.append(f"{key}: expected {want!r}, got {got!r}")
+    return out

@@ -1,0 +1,1 @@
+"""The simulation: event loop, network, trace and the Cluster facade learners use."""

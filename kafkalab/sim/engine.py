@@ -1,0 +1,181 @@
+"""The event loop and the network.
+
+A heap ordered by (time_ms, sequence) holds message deliveries, timers and scheduled calls.
+Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut. Messages
+on one link arrive in the order they were sent (TCP). One seed drives every random draw, split
+into named streams so that adding a fault type does not change the network's draws.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kafkalab.protocol.actor import Context
+from kafkalab.sim.trace import Event, Trace
+
+__all__ = ["Simulation"]
+
+_DELIVER, _TIMER, _CALL = 0, 1, 2
+
+
+class Simulation:
+    """Hosts actors, carries their messages and fires their timers, recording a trace."""
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        latency_ms: tuple[int, int] = (0, 0),
+        trace_messages: bool = True,
+    ) -> None:
+        self.seed = seed
+        self.now = 0
+        self._seq = 0
+        self._heap: list[tuple] = []
+        self.actors: dict[Any, Any] = {}
+        self.incarnation: dict[Any, int] = {}
+        self.hosts: dict[Any, Any] = {}
+        self.cut: set[frozenset] = set()
+        self.trace = Trace()
+        self.latency_ms = latency_ms
+        self.trace_messages = trace_messages
+        self._net_rng = self.stream("network")
+        self._last_arrival: dict[tuple[Any, Any], int] = {}
+        self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
+        self.observers: list[Callable[[Event], None]] = []
+        self.on_halt: Callable[[Any, str], None] | None = None
+
+    def stream(self, name: str) -> random.Random:
+        """A named random stream derived from the seed (string seeds hash deterministically)."""
+        return random.Random(f"{self.seed}:{name}")
+
+    # ---- trace ----------------------------------------------------------------------------
+
+    def record(self, kind: str, node: Any, data: dict[str, Any]) -> Event:
+        self._seq += 1
+        event = Event(self._seq, self.now, kind, str(node), data)
+        self.trace.events.append(event)
+        for observe in self.observers:
+            observe(event)
+        return event
+
+    # ---- actors ----------------------------------------------------------------------------
+
+    def add(self, address: Any, actor: Any, host: Any) -> None:
+        """Start ``actor`` at ``address`` on ``host`` (a new incarnation)."""
+        self.actors[address] = actor
+        self.hosts[address] = host
+        self.incarnation[address] = self.incarnation.get(address, 0) + 1
+        self._run_handler(address, actor.start)
+
+    def remove(self, address: Any) -> Any:
+        """Stop the actor at ``address``: its timers and the messages in flight to it are lost."""
+        self.incarnation[address] = self.incarnation.get(address, 0) + 1
+        return self.actors.pop(address)
+
+    def command(self, address: Any, msg: Any) -> None:
+        """Hand ``msg`` to a local actor directly (an operator's or a client's call)."""
+        actor = self.actors[address]
+        self._run_handler(address, lambda ctx: actor.handle(ctx, "local", msg))
+
+    def _run_handler(self, address: Any, handler: Callable[[Context], None]) -> None:
+        ctx = Context(self.now, address)
+        handler(ctx)
+        for kind, data in ctx.events:
+            self.record(kind, address, data)
+        for dst, msg in ctx.sends:
+            self.send(address, dst, msg)
+        inc = self.incarnation[address]
+        for delay, name, data in ctx.timers:
+            self._push(self.now + delay, _TIMER, address, inc, name, data)
+        if ctx.halt is not None and self.on_halt is not None:
+            self.on_halt(address, ctx.halt)
+
+    # ---- network ---------------------------------------------------------------------------
+
+    def link_up(self, a: Any, b: Any) -> bool:
+        ha, hb = self.hosts.get(a, a), self.hosts.get(b, b)
+        return ha == hb or frozenset((ha, hb)) not in self.cut
+
+    def set_link(self, host_a: Any, host_b: Any, up: bool) -> None:
+        key = frozenset((host_a, host_b))
+        if up:
+            self.cut.discard(key)
+        else:
+            self.cut.add(key)
+
+    def add_rule(self, src: Any, dst: Any, types: Iterable[type], delay_ms: int | None) -> None:
+        """The next message of one of ``types`` from src to dst is lost (delay None) or delayed."""
+        self._rules.append([src, dst, tuple(types), delay_ms])
+
+    def send(self, src: Any, dst: Any, msg: Any) -> None:
+        if not self.link_up(src, dst):
+            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+            return
+        extra = 0
+        for rule in self._rules:
+            if rule[0] == src and rule[1] == dst and isinstance(msg, rule[2]):
+                self._rules.remove(rule)
+                if rule[3] is None:
+                    self.record("drop", src, {"dst": dst, "msg": msg, "reason": "lost"})
+                    return
+                extra = rule[3]
+                break
+        if self.trace_messages:
+            self.record("send", src, {"dst": dst, "msg": msg})
+        lo, hi = self.latency_ms
+        same_host = self.hosts.get(src, src) == self.hosts.get(dst, dst)
+        latency = 0 if same_host or hi == 0 else self._net_rng.randint(lo, hi)
+        key = (src, dst)
+        arrival = max(self.now + latency + extra, self._last_arrival.get(key, 0))
+        self._last_arrival[key] = arrival
+        self._push(arrival, _DELIVER, src, dst, msg, self.incarnation.get(dst, 0))
+
+    # ---- loop ------------------------------------------------------------------------------
+
+    def _push(self, time_ms: int, kind: int, *payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (time_ms, self._seq, kind, *payload))
+
+    def call_at(self, time_ms: int, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn(*args)`` at simulated ``time_ms`` (a workload or fault action)."""
+        self._push(max(time_ms, self.now), _CALL, fn, args)
+
+    def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None) -> None:
+        """Process every event due at or before ``time_ms``; the clock then reads ``time_ms``
+        (or the time of the event after which ``stop()`` became true)."""
+        heap = self._heap
+        while heap and heap[0][0] <= time_ms:
+            entry = heapq.heappop(heap)
+            self.now = entry[0]
+            self._dispatch(entry)
+            if stop is not None and stop():
+                return
+        self.now = max(self.now, time_ms)
+
+    def _dispatch(self, entry: tuple) -> None:
+        kind = entry[2]
+        if kind == _DELIVER:
+            _, _, _, src, dst, msg, inc = entry
+            actor = self.actors.get(dst)
+            if actor is None or self.incarnation[dst] != inc:
+                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
+            elif not self.link_up(src, dst):
+                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+            else:
+                if self.trace_messages:
+                    self.record("deliver", dst, {"src": src, "msg": msg})
+                self._run_handler(dst, lambda ctx: actor.handle(ctx, src, msg))
+        elif kind == _TIMER:
+            _, _, _, address, inc, name, data = entry
+            actor = self.actors.get(address)
+            if actor is not None and self.incarnation[address] == inc:
+                self._run_handler(address, lambda ctx: actor.on_timer(ctx, name, data))
+        else:
+            entry[3](*entry[4])
+
+    def pending(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,110 @@
+"""The trace: one typed journal of everything that happened in a run.
+
+Plots, widgets, graders, invariant checks and datasets read the trace; none reaches into actors.
+Each :class:`Event` has a ``kind`` (see :data:`EVENT_KINDS`), the node it happened at and its
+fields. ``Trace.to_jsonl()`` is the canonical byte-for-byte form: the same config, seed and fault
+schedule always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EVENT_KINDS", "Event", "Trace"]
+
+EVENT_KINDS: dict[str, str] = {
+    "step": "a scenario step or Python call began (fields: index, action, args)",
+    "send": "a message left a node (dst, msg)",
+    "deliver": "a message reached its node (src, msg)",
+    "drop": "a message was lost (src, dst, msg, reason)",
+    "crash": "a broker stopped (lose_unflushed, or halted with a reason)",
+    "restart": "a broker started again from what its disk holds (leo, hw)",
+    "flush": "a broker fsynced its log and wrote its HW checkpoint",
+    "link": "a network link was cut or healed (a, b, up)",
+    "append": "a leader appended records (first, last, leader_epoch)",
+    "replicate": "a follower appended fetched records (first, last)",
+    "truncate": "a replica removed records (to, old_leo, old_hw, removed, reason)",
+    "hw": "a replica's high watermark changed (old, new)",
+    "alter_isr": "a leader asked the controller to change the ISR (isr, reason)",
+    "isr_applied": "a leader applied an ISR change the controller committed (isr)",
+    "became_leader": "a broker took leadership in an epoch (leader_epoch, isr, leo, hw)",
+    "became_follower": "a broker follows a leader in an epoch (leader, leader_epoch)",
+    "stale_leader_and_isr": "a broker ignored a LeaderAndIsr with an older leader epoch",
+    "fetch_error": "a follower's request came back with an error (error)",
+    "partition_state": "the controller committed leader/ISR (leader, leader_epoch, isr, reason)",
+    "broker_failure": "the controller handled failed brokers (brokers)",
+    "broker_startup": "the controller handled started brokers (brokers)",
+    "zk_session": "ZooKeeper created a broker session (broker, session)",
+    "zk_session_expired": "ZooKeeper expired a broker session (broker, session)",
+    "zk_reregister": "a broker learned its session expired and registers again",
+    "produce": "a producer sent records (values, acks)",
+    "produce_result": "a producer learned the outcome of records (values, error, base_offset)",
+    "invariant": "a named invariant was violated (name, message)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of the trace."""
+
+    seq: int
+    time_ms: int
+    kind: str
+    node: str
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "time_ms": self.time_ms,
+            "kind": self.kind,
+            "node": self.node,
+            **{k: _plain(v) for k, v in self.data.items()},
+        }
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"type": type(value).__name__, **fields}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+class Trace:
+    """The events of one run, in the order they happened."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def __getitem__(self, index: int) -> Event:
+        return self.events[index]
+
+    def of_kind(self, *kinds: str) -> list[Event]:
+        """The events of the given kinds, in order."""
+        return [e for e in self.events if e.kind in kinds]
+
+    def to_jsonl(self) -> str:
+        """One JSON object per line: the canonical, byte-for-byte reproducible form."""
+        return "".join(
+            json.dumps(e.to_dict(), sort_keys=True, separators=(",", ":")) + "\n"
+            for e in self.events
+        )
+
+    def digest(self) -> str:
+        """SHA-256 of :meth:`to_jsonl`, to compare runs."""
+        return hashlib.sha256(self.to_jsonl().encode()).hexdigest()
