@@ -462,7 +462,7 @@ class Cluster:
         )
 
     def replicas_view(self) -> dict[int, ReplicaView]:
-        return {b: self.replica(b) for b in self.replicas}
+        return {b: self.replica(b) for b in sorted(self.replicas)}
 
     def logs(self) -> dict[int, list[str]]:
         return {b: v.values for b, v in self.replicas_view().items()}

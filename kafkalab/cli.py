@@ -1,0 +1,163 @@
+"""The ``kafkalab`` command.
+
+    kafkalab scenario list
+    kafkalab scenario show NAME
+    kafkalab scenario run FILE_OR_NAME [--json] [--set key=value ...] [--variant NAME]
+
+Exit codes: 0 when every expectation holds, 1 when one does not (with a readable diff), 2 for a
+malformed file, a bad setting or an impossible step (one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from kafkalab.errors import KafkalabError, ScenarioError
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own usage errors also exit 2
+        self.print_usage(sys.stderr)
+        self.exit(2, f"kafkalab: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kafkalab", description="Learn how Kafka keeps data safe across replicas.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    scenario = sub.add_parser("scenario", help="list, show and replay scenarios")
+    ssub = scenario.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    ssub.add_parser("list", help="show the catalog of named scenarios")
+    show = ssub.add_parser("show", help="print a scenario's YAML")
+    show.add_argument("name")
+    run = ssub.add_parser("run", help="replay a scenario and check its expect block")
+    run.add_argument("scenario", metavar="FILE_OR_NAME")
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one config key (repeatable)")
+    run.add_argument("--variant", help="run one of the scenario's named variants")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.action == "list":
+            return _list()
+        if args.action == "show":
+            return _show(args.name)
+        return _run(args.scenario, args.set, args.json, args.variant)
+    except KafkalabError as err:
+        print(f"kafkalab: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+
+
+def _list() -> int:
+    from kafkalab import scenarios
+
+    entries = scenarios.catalog()
+    width = max(len(n) for n in entries)
+    for name, s in entries.items():
+        first = s.description.split(". ")[0].rstrip(".")
+        variants = f"  [+{len(s.variants)} variant(s)]" if s.variants else ""
+        print(f"{name:<{width}}  {first}{variants}")
+    return 0
+
+
+def _show(name: str) -> int:
+    from kafkalab import scenarios
+
+    print(scenarios.get(name).source, end="")
+    return 0
+
+
+def _overrides(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ScenarioError(f"--set {pair!r} is not allowed: use --set key=value")
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
+def _run(target: str, sets: list[str], as_json: bool, variant_name: str | None) -> int:
+    from kafkalab import scenarios
+    from kafkalab.config import normalize_key
+
+    scenario = scenarios.load(target)
+    overrides = _overrides(sets)
+    for key in overrides:
+        normalize_key(key)  # unknown keys fail with a "did you mean"
+    variant = None
+    if variant_name is not None:
+        names = [v.name for v in scenario.variants]
+        matches = [v for v in scenario.variants if v.name == variant_name]
+        if not matches:
+            raise ScenarioError(
+                f"scenario {scenario.name!r} has no variant {variant_name!r}: "
+                f"variants are {', '.join(names) or 'none'}"
+            )
+        variant = matches[0]
+    result = scenarios.run(scenario, overrides, variant)
+    if as_json:
+        print(json.dumps(_json_state(result), sort_keys=True))
+    else:
+        _print_human(result)
+    return 0 if result.ok else 1
+
+
+def _json_state(result: Any) -> dict[str, Any]:
+    state = result.cluster.state()
+    out = {k: state[k] for k in (*EXPECT_JSON_KEYS,)}
+    for key in ("hw", "leo", "logs", "epoch_cache"):
+        out[key] = {str(b): v for b, v in state[key].items()}
+    out["scenario"] = result.scenario.name
+    out["variant"] = result.variant.name if result.variant else None
+    out["ok"] = result.ok
+    out["mismatches"] = result.mismatches
+    out["hw_regressions"] = state["hw_regressions"]
+    out["two_leaders"] = state["two_leaders"]
+    return out
+
+
+EXPECT_JSON_KEYS = (
+    "time_ms", "leader", "leader_epoch", "isr", "running", "hw", "leo", "logs", "epoch_cache",
+    "acked", "lost_acked", "divergent", "divergence", "errors", "hw_regressions", "two_leaders",
+    "isr_shrinks", "isr_expands", "unclean_elections",
+)
+
+
+def _print_human(result: Any) -> None:
+    c = result.cluster
+    title = result.scenario.name + (f" (variant {result.variant.name})" if result.variant else "")
+    print(f"scenario {title}: {len(result.scenario.steps)} steps, {c.now} ms simulated")
+    leader = "none (offline)" if c.leader is None else f"broker {c.leader}"
+    print(f"leader: {leader}, leader epoch {c.leader_epoch}, ISR {c.isr}")
+    for b, v in c.replicas_view().items():
+        status = "running" if v.running else "stopped"
+        cells = " ".join(f"{off}:{val}@e{ep}" for off, val, ep in v.records) or "(empty)"
+        print(f"  broker {b} [{status}] LEO {v.leo} HW {v.hw}  {cells}")
+    print(str(c.report()))
+    if result.ok:
+        print("expectations: all hold")
+    else:
+        print("expectations that do not hold:")
+        for line in result.mismatches:
+            print(f"  - {line}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Timed runs: a steady workload, a fault schedule, and one picklable result.
+
+:func:`simulate` is a plain function of (config, seed, fault schedule), so a campaign can map it
+over seeds anywhere (a process pool, Spark) and get the same answer for the same inputs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kafkalab.config import Config, make_config
+from kafkalab.errors import ConfigError
+from kafkalab.sim.cluster import Cluster
+
+__all__ = ["Fault", "RunResult", "Workload", "random_faults", "simulate"]
+
+FAULT_ACTIONS = ("crash", "restart", "disconnect", "reconnect", "partition", "heal")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scheduled fault: ``action`` with ``args`` at ``time_ms``."""
+
+    time_ms: int
+    action: str
+    args: tuple[Any, ...] = ()
+    lose_unflushed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.action not in FAULT_ACTIONS:
+            raise ConfigError(
+                f"fault action {self.action!r} is not allowed: use one of {', '.join(FAULT_ACTIONS)}"
+            )
+        if self.time_ms < 0:
+            raise ConfigError(f"fault time_ms={self.time_ms} is not allowed: use a time >= 0")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A steady producer: one batch of ``batch`` records every ``interval_ms``."""
+
+    interval_ms: int = 20
+    batch: int = 1
+    acks: str | None = None  # None: the config's acks
+
+    def __post_init__(self) -> None:
+        if self.interval_ms < 1 or self.batch < 1:
+            raise ConfigError(
+                f"workload interval_ms={self.interval_ms}, batch={self.batch} are not allowed: "
+                "use interval_ms >= 1 and batch >= 1"
+            )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one timed run (plain data, picklable)."""
+
+    seed: int
+    config: dict[str, Any]
+    duration_ms: int
+    faults: int
+    events: int
+    produced: int
+    acked: int
+    lost_acked: list[str]
+    divergent: bool
+    hw_regressions: int
+    two_leaders: int
+    unclean_elections: int
+    isr_shrinks: int
+    isr_expands: int
+    errors: dict[str, int] = field(default_factory=dict)  # error name -> records
+    leader: int | None = None
+    trace_digest: str = ""
+
+    @property
+    def safe(self) -> bool:
+        return not (self.lost_acked or self.divergent or self.hw_regressions or self.two_leaders)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def replay_hint(self) -> str:
+        return (f"replay: simulate(make_config({self.config!r}), seed={self.seed}, "
+                f"duration_ms={self.duration_ms}, faults=random_faults(...)) with the same arguments")
+
+
+def random_faults(
+    seed: int,
+    brokers: int,
+    duration_ms: int,
+    *,
+    mean_interval_ms: int = 8000,
+    max_down_ms: int = 25000,
+    power_loss: bool = False,
+    kinds: Sequence[str] = ("crash", "disconnect"),
+) -> list[Fault]:
+    """A random fault schedule drawn from its own stream of ``seed``: broker crashes (with
+    restarts) and cut links (with repairs), never two overlapping faults on one broker."""
+    for kind in kinds:
+        if kind not in ("crash", "disconnect"):
+            raise ConfigError(f"fault kind {kind!r} is not allowed: use crash or disconnect")
+    rng = random.Random(f"{seed}:faults")
+    nodes: list[Any] = list(range(1, brokers + 1))
+    busy_until = dict.fromkeys([*nodes, "zk"], 0)
+    faults: list[Fault] = []
+    t = 0
+    while True:
+        t += 1 + int(rng.expovariate(1.0 / mean_interval_ms))
+        if t >= duration_ms:
+            return sorted(faults, key=lambda f: f.time_ms)
+        kind = rng.choice(list(kinds))
+        down = rng.randint(500, max_down_ms)
+        if kind == "crash":
+            b = rng.choice(nodes)
+            if busy_until[b] > t:
+                continue
+            faults.append(Fault(t, "crash", (b,), power_loss and rng.random() < 0.5))
+            faults.append(Fault(t + down, "restart", (b,)))
+            busy_until[b] = t + down + 1
+        else:
+            a, b = rng.sample([*nodes, "zk"], 2)
+            if busy_until[a] > t or busy_until[b] > t:
+                continue
+            faults.append(Fault(t, "disconnect", (a, b)))
+            faults.append(Fault(t + down, "reconnect", (a, b)))
+            busy_until[a] = busy_until[b] = t + down + 1
+
+
+def simulate(
+    config: Config | Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+    brokers: int = 3,
+    duration_ms: int = 60000,
+    settle_ms: int = 60000,
+    workload: Workload | None = None,
+    faults: Sequence[Fault] | None = None,
+    latency_ms: tuple[int, int] = (1, 5),
+    trace_messages: bool = False,
+    check_invariants: bool = False,
+    keep_cluster: bool = False,
+) -> RunResult | tuple[RunResult, Cluster]:
+    """Run one timed simulation: produce steadily for ``duration_ms`` while ``faults`` happen,
+    then heal every link, restart every broker and let it settle for ``settle_ms``.
+
+    ``faults=None`` draws :func:`random_faults` from ``seed``; pass ``[]`` for none."""
+    cfg = config if isinstance(config, Config) else make_config(config or {})
+    workload = workload or Workload()
+    if faults is None:
+        faults = random_faults(seed, brokers, duration_ms)
+    cluster = Cluster(brokers, config=cfg, seed=seed, mode="timed", latency_ms=latency_ms,
+                      trace_messages=trace_messages, check_invariants=check_invariants)
+    produced = _schedule_workload(cluster, workload, duration_ms)
+    for f in faults:
+        if f.action == "crash":
+            cluster.at(f.time_ms, "crash", *f.args, lose_unflushed=f.lose_unflushed)
+        else:
+            cluster.at(f.time_ms, f.action, *f.args)
+    cluster.sim.call_at(duration_ms, _recover, cluster)
+    cluster.run(until_ms=duration_ms + settle_ms)
+    result = _result(cluster, cfg, seed, duration_ms, len(faults), produced)
+    return (result, cluster) if keep_cluster else result
+
+
+def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -> int:
+    n = 0
+    for i, t in enumerate(range(workload.interval_ms, duration_ms, workload.interval_ms)):
+        values = [f"r{i}.{j}" for j in range(workload.batch)]
+        cluster.at(t, "produce", values=values, acks=workload.acks)
+        n += len(values)
+    return n
+
+
+def _recover(cluster: Cluster) -> None:
+    cluster.heal()
+    for b in cluster.broker_ids:
+        if b not in cluster.sim.actors:
+            cluster.restart(b)
+
+
+def _result(
+    cluster: Cluster, cfg: Config, seed: int, duration_ms: int, faults: int, produced: int
+) -> RunResult:
+    report = cluster.report()
+    errors: dict[str, int] = {}
+    for error in report.errors.values():
+        errors[error] = errors.get(error, 0) + 1
+    return RunResult(
+        seed=seed,
+        config=cfg.as_dict(),
+        duration_ms=duration_ms,
+        faults=faults,
+        events=len(cluster.trace),
+        produced=produced,
+        acked=len(report.acked),
+        lost_acked=report.lost_acked,
+        divergent=report.divergent,
+        hw_regressions=len(report.hw_regressions),
+        two_leaders=len(report.two_leaders),
+        unclean_elections=report.unclean_elections,
+        isr_shrinks=report.isr_shrinks,
+        isr_expands=report.isr_expands,
+        errors=errors,
+        leader=cluster.leader,
+        trace_digest=cluster.trace.digest(),
+    )
