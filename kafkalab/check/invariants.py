@@ -96,7 +96,7 @@ class InvariantMonitor:
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.unclean_elections = 0
-        self._last_isr: tuple[int, ...] | None = None
+        self._last_isr: tuple[int, ...] | None = tuple(cluster.replicas)  # initial ISR
 
     def observe(self, e: Event) -> None:
         kind, data = e.kind, e.data
