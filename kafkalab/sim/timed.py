@@ -60,7 +60,10 @@ class RunResult:
 
     seed: int
     config: dict[str, Any]
+    brokers: int
     duration_ms: int
+    settle_ms: int
+    schedule: tuple[Fault, ...]
     faults: int
     events: int
     produced: int
@@ -84,8 +87,13 @@ class RunResult:
         return asdict(self)
 
     def replay_hint(self) -> str:
-        return (f"replay: simulate(make_config({self.config!r}), seed={self.seed}, "
-                f"duration_ms={self.duration_ms}, faults=random_faults(...)) with the same arguments")
+        """A Python call that replays this run exactly."""
+        return (
+            "replay: from kafkalab.sim.timed import simulate, Fault; from kafkalab import "
+            f"make_config; simulate(make_config({self.config!r}), seed={self.seed}, "
+            f"brokers={self.brokers}, duration_ms={self.duration_ms}, "
+            f"settle_ms={self.settle_ms}, faults={list(self.schedule)!r})"
+        )
 
 
 def random_faults(
@@ -162,7 +170,7 @@ def simulate(
             cluster.at(f.time_ms, f.action, *f.args)
     cluster.sim.call_at(duration_ms, _recover, cluster)
     cluster.run(until_ms=duration_ms + settle_ms)
-    result = _result(cluster, cfg, seed, duration_ms, len(faults), produced)
+    result = _result(cluster, cfg, seed, (brokers, duration_ms, settle_ms), tuple(faults), produced)
     return (result, cluster) if keep_cluster else result
 
 
@@ -183,7 +191,12 @@ def _recover(cluster: Cluster) -> None:
 
 
 def _result(
-    cluster: Cluster, cfg: Config, seed: int, duration_ms: int, faults: int, produced: int
+    cluster: Cluster,
+    cfg: Config,
+    seed: int,
+    shape: tuple[int, int, int],
+    faults: tuple[Fault, ...],
+    produced: int,
 ) -> RunResult:
     report = cluster.report()
     errors: dict[str, int] = {}
@@ -192,8 +205,11 @@ def _result(
     return RunResult(
         seed=seed,
         config=cfg.as_dict(),
-        duration_ms=duration_ms,
-        faults=faults,
+        brokers=shape[0],
+        duration_ms=shape[1],
+        settle_ms=shape[2],
+        schedule=faults,
+        faults=len(faults),
         events=len(cluster.trace),
         produced=produced,
         acked=len(report.acked),
