@@ -30,7 +30,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kafkalab", description="Learn how Kafka keeps data safe across replicas.")
+    parser = _Parser(
+        prog="kafkalab", description="Learn how Kafka keeps data safe across replicas."
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scenario = sub.add_parser("scenario", help="list, show and replay scenarios")
     ssub = scenario.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -40,8 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     run = ssub.add_parser("run", help="replay a scenario and check its expect block")
     run.add_argument("scenario", metavar="FILE_OR_NAME")
     run.add_argument("--json", action="store_true", help="print one JSON object")
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="override one config key (repeatable)")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable)",
+    )
     run.add_argument("--variant", help="run one of the scenario's named variants")
     return parser
 
@@ -134,9 +141,25 @@ def _json_state(result: Any) -> dict[str, Any]:
 
 
 EXPECT_JSON_KEYS = (
-    "time_ms", "leader", "leader_epoch", "isr", "running", "hw", "leo", "logs", "epoch_cache",
-    "acked", "lost_acked", "divergent", "divergence", "errors", "hw_regressions", "two_leaders",
-    "isr_shrinks", "isr_expands", "unclean_elections",
+    "time_ms",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "running",
+    "hw",
+    "leo",
+    "logs",
+    "epoch_cache",
+    "acked",
+    "lost_acked",
+    "divergent",
+    "divergence",
+    "errors",
+    "hw_regressions",
+    "two_leaders",
+    "isr_shrinks",
+    "isr_expands",
+    "unclean_elections",
 )
 
 

@@ -42,7 +42,9 @@ class Config:
     zookeeper_session_timeout_ms: int = 18000
     unclean_leader_election_enable: bool = False
     leader_epochs: bool = True  # KIP-101 (0.11): truncate by OffsetsForLeaderEpoch, not to HW
-    kip279: bool = True  # 2.0: the epoch answer carries its epoch; the follower loops until it matches
+    kip279: bool = (
+        True  # 2.0: the epoch answer carries its epoch; the follower loops until it matches
+    )
     kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
@@ -180,9 +182,7 @@ def _validate(c: Config) -> None:
         raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")
     if c.replication_factor is not None:
         if c.replication_factor < 1:
-            raise ConfigError(
-                f"replication.factor={c.replication_factor} is not allowed: use >= 1"
-            )
+            raise ConfigError(f"replication.factor={c.replication_factor} is not allowed: use >= 1")
         check_min_isr(c, c.replication_factor)
     if c.replica_lag_max_messages is not None and c.replica_lag_max_messages < 1:
         raise ConfigError(

@@ -20,8 +20,14 @@ DURATION_MS = 30000
 
 
 def _safe_run(seed: int, faults: list[Fault]) -> RunResult:
-    result = simulate(SAFE, seed=seed, duration_ms=DURATION_MS, settle_ms=DURATION_MS,
-                      faults=faults, check_invariants=True)
+    result = simulate(
+        SAFE,
+        seed=seed,
+        duration_ms=DURATION_MS,
+        settle_ms=DURATION_MS,
+        faults=faults,
+        check_invariants=True,
+    )
     assert isinstance(result, RunResult)
     return result
 
@@ -52,12 +58,16 @@ def fault_schedules(draw: st.DrawFn) -> list[Fault]:
             faults += [Fault(start, "crash", (b,)), Fault(start + length, "restart", (b,))]
         else:
             a, b = draw(st.lists(_node, min_size=2, max_size=2, unique=True))
-            faults += [Fault(start, "disconnect", (a, b)), Fault(start + length, "reconnect", (a, b))]
+            faults += [
+                Fault(start, "disconnect", (a, b)),
+                Fault(start + length, "reconnect", (a, b)),
+            ]
     return sorted(faults, key=lambda f: f.time_ms)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(faults=fault_schedules(), seed=st.integers(0, 2**16))
 def test_safe_settings_survive_any_fault_schedule(faults: list[Fault], seed: int) -> None:
     # Overlapping faults on one broker make some steps impossible; those are skipped and
@@ -93,8 +103,9 @@ def test_isr_of_one_with_unclean_election_loses_acknowledged_records() -> None:
 
 def test_same_seed_same_trace_byte_for_byte() -> None:
     runs = [
-        simulate(SAFE, seed=7, duration_ms=10000, settle_ms=5000, trace_messages=True,
-                 keep_cluster=True)
+        simulate(
+            SAFE, seed=7, duration_ms=10000, settle_ms=5000, trace_messages=True, keep_cluster=True
+        )
         for _ in range(2)
     ]
     (r1, c1), (r2, c2) = runs  # type: ignore[misc]

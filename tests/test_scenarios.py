@@ -28,10 +28,18 @@ def test_catalog_expectations_hold(name: str, variant: str | None) -> None:
 
 def test_catalog_covers_the_required_failures_and_fixes() -> None:
     required = {
-        "happy-path-hw-lag", "kip101-loss", "kip101-divergence", "acks1-leader-crash-loss",
-        "unclean-election-loss", "min-isr-not-enough-replicas", "isr-of-one-loss",
-        "isr-flapping-legacy", "stuck-follower-leaves-isr", "follower-rejoins-isr",
-        "kip279-divergence", "not-enough-replicas-after-append",
+        "happy-path-hw-lag",
+        "kip101-loss",
+        "kip101-divergence",
+        "acks1-leader-crash-loss",
+        "unclean-election-loss",
+        "min-isr-not-enough-replicas",
+        "isr-of-one-loss",
+        "isr-flapping-legacy",
+        "stuck-follower-leaves-isr",
+        "follower-rejoins-isr",
+        "kip279-divergence",
+        "not-enough-replicas-after-append",
     }
     assert required <= set(CATALOG)
     for name, s in CATALOG.items():
@@ -75,9 +83,7 @@ def test_unclean_election_loses_data_and_clean_election_waits() -> None:
     assert unclean.report().unclean_elections == 1 and unclean.report().lost_acked == ["m2"]
     clean = run("unclean-election-loss", unclean_leader_election_enable=False).cluster
     assert clean.report().unclean_elections == 0 and clean.report().lost_acked == []
-    offline = [
-        e for e in clean.trace.of_kind("partition_state") if e.data["leader"] is None
-    ]
+    offline = [e for e in clean.trace.of_kind("partition_state") if e.data["leader"] is None]
     assert offline, "the partition went offline while its only ISR member was down"
 
 

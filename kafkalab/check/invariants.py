@@ -65,8 +65,10 @@ class Report:
             f"divergent logs: {'yes' if self.divergent else 'no'}",
         ]
         for d in self.divergence:
-            lines.append(f"  offset {d['offset']}: " + ", ".join(
-                f"broker {b} has {v}" for b, v in d["records"].items()))
+            lines.append(
+                f"  offset {d['offset']}: "
+                + ", ".join(f"broker {b} has {v}" for b, v in d["records"].items())
+            )
         for h in self.hw_regressions:
             lines.append(
                 f"HW moved backwards on broker {h['broker']}: {h['old_hw']} -> {h['to']} "
@@ -76,8 +78,10 @@ class Report:
             lines.append(f"two leaders in epoch {t['leader_epoch']}: brokers {t['brokers']}")
         if self.errors:
             lines.append("client errors: " + ", ".join(f"{k}: {v}" for k, v in self.errors.items()))
-        lines.append(f"ISR shrinks: {self.isr_shrinks}, expands: {self.isr_expands}, "
-                     f"unclean elections: {self.unclean_elections}")
+        lines.append(
+            f"ISR shrinks: {self.isr_shrinks}, expands: {self.isr_expands}, "
+            f"unclean elections: {self.unclean_elections}"
+        )
         return "\n".join(lines)
 
 
@@ -108,8 +112,12 @@ class InvariantMonitor:
             if other != broker:
                 self.two_leaders.append({"leader_epoch": epoch, "brokers": [other, broker]})
         elif kind == "truncate" and data["to"] < data["old_hw"]:
-            self.hw_regressions.append({"broker": int(e.node), **{
-                k: data[k] for k in ("to", "old_hw", "removed", "reason")}})
+            self.hw_regressions.append(
+                {
+                    "broker": int(e.node),
+                    **{k: data[k] for k in ("to", "old_hw", "removed", "reason")},
+                }
+            )
         elif kind == "partition_state":
             self._on_partition_state(data)
         if self.raise_on_violation and kind in _STATE_KINDS:
@@ -155,7 +163,8 @@ def first_violation(cluster: Cluster, monitor: InvariantMonitor) -> tuple[str, s
     if monitor.hw_regressions:
         h = monitor.hw_regressions[0]
         return "hw_monotonic", (
-            f"broker {h['broker']} truncated to {h['to']} below its HW {h['old_hw']}")
+            f"broker {h['broker']} truncated to {h['to']} below its HW {h['old_hw']}"
+        )
     lost = _lost_acked(cluster, monitor.acked)
     if lost:
         return "no_acked_loss", f"acknowledged {lost} missing from leader {cluster.leader}'s log"
@@ -202,11 +211,15 @@ def _divergence(cluster: Cluster, *, below_hw: bool) -> list[dict[str, Any]]:
             for off in range(limit):
                 ra, rb = la.records[off], lb.records[off]
                 if ra.value != rb.value or ra.leader_epoch != rb.leader_epoch:
-                    found.append({
-                        "offset": off,
-                        "records": {a: f"{ra.value} (epoch {ra.leader_epoch})",
-                                    b: f"{rb.value} (epoch {rb.leader_epoch})"},
-                    })
+                    found.append(
+                        {
+                            "offset": off,
+                            "records": {
+                                a: f"{ra.value} (epoch {ra.leader_epoch})",
+                                b: f"{rb.value} (epoch {rb.leader_epoch})",
+                            },
+                        }
+                    )
                     break
     return found
 

@@ -291,7 +291,9 @@ class Broker:
             if error is None:
                 waiting.append(p)
             else:
-                ctx.send(p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error, p.base_offset))
+                ctx.send(
+                    p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error, p.base_offset)
+                )
         r.delayed_produces = waiting
 
     def _produce_outcome(self, r: ReplicaState, p: DelayedProduce) -> str | None:
@@ -411,7 +413,10 @@ class Broker:
     def _maybe_increment_hw(self, ctx: Context, r: ReplicaState) -> None:
         """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO of the leader and every
         ISR member, and since 0.10.2 (KAFKA-4485) of any caught-up live follower outside the ISR,
-        which is about to join (the liveness guard is KAFKA-15021, 3.6). Since 3.7 it does not move while the ISR is below min.insync.replicas."""
+        which is about to join (the liveness guard is KAFKA-15021, 3.6). While an ISR change is in
+        flight the wider ISR counts (the maximal ISR of KIP-497), so a joining follower can never
+        be elected without what was acknowledged. Since 3.7 (KAFKA-15583) the HW does not move
+        while the ISR is below min(min.insync.replicas, replication factor)."""
         if r.role != "leader":
             return
         config = self.config
@@ -485,7 +490,9 @@ class Broker:
 
     # ---- OffsetsForLeaderEpoch (leader) ----------------------------------------------------
 
-    def _on_epoch_request(self, ctx: Context, src: Any, req: m.OffsetsForLeaderEpochRequest) -> None:
+    def _on_epoch_request(
+        self, ctx: Context, src: Any, req: m.OffsetsForLeaderEpochRequest
+    ) -> None:
         """ReplicaManager.lastOffsetForLeaderEpoch -> LeaderEpochFileCache.endOffsetFor. Before
         KIP-279 the answer carries no epoch."""
         r = self.partitions[req.tp]

@@ -35,8 +35,18 @@ __all__ = [
     "run",
 ]
 
-TOP_KEYS = ("name", "description", "brokers", "leader", "replicas", "config", "steps", "expect",
-            "variants", "seed")
+TOP_KEYS = (
+    "name",
+    "description",
+    "brokers",
+    "leader",
+    "replicas",
+    "config",
+    "steps",
+    "expect",
+    "variants",
+    "seed",
+)
 
 # Each step kind: (the key its scalar form fills, the keys its mapping form allows).
 STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
@@ -54,9 +64,24 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
 }
 
 EXPECT_KEYS = (
-    "leader", "leader_epoch", "isr", "running", "hw", "leo", "logs", "epoch_cache", "acked",
-    "lost_acked", "divergent", "errors", "hw_regressions", "two_leaders", "isr_shrinks",
-    "isr_expands", "unclean_elections", "time_ms",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "running",
+    "hw",
+    "leo",
+    "logs",
+    "epoch_cache",
+    "acked",
+    "lost_acked",
+    "divergent",
+    "errors",
+    "hw_regressions",
+    "two_leaders",
+    "isr_shrinks",
+    "isr_expands",
+    "unclean_elections",
+    "time_ms",
 )
 _BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache")
 _AS_SETS = ("isr", "running", "acked", "lost_acked")
@@ -96,8 +121,11 @@ class Scenario:
         """A fresh cluster in this scenario's initial state (no step applied)."""
         settings = {**self.config, **(overrides or {})}
         return Cluster(
-            self.brokers, config=make_config(settings), leader=self.leader,
-            replicas=self.replicas, seed=self.seed,
+            self.brokers,
+            config=make_config(settings),
+            leader=self.leader,
+            replicas=self.replicas,
+            seed=self.seed,
         )
 
 
@@ -150,8 +178,19 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
     variants = _variants(doc.get("variants") or [], origin)
     replicas = doc.get("replicas")
     seed = _int(doc.get("seed", 0), f"{origin}: seed", 0)
-    scenario = Scenario(name, str(doc.get("description") or "").strip(), brokers, leader,
-                        replicas, config, steps, expect, variants, seed, text)
+    scenario = Scenario(
+        name,
+        str(doc.get("description") or "").strip(),
+        brokers,
+        leader,
+        replicas,
+        config,
+        steps,
+        expect,
+        variants,
+        seed,
+        text,
+    )
     try:  # build the cluster once so bad configs surface now, not halfway through a replay
         scenario.cluster()
     except ConfigError as err:
@@ -184,10 +223,14 @@ def _step(index: int, raw: Any, origin: str, brokers: int) -> Step:
         raw = dict(raw)
         note = raw.pop("note", None)
         if len(raw) != 1:
-            raise ScenarioError(f"{where}: a step has one kind (and an optional note), got {list(raw)}")
+            raise ScenarioError(
+                f"{where}: a step has one kind (and an optional note), got {list(raw)}"
+            )
         kind, arg = next(iter(raw.items()))
     else:
-        raise ScenarioError(f"{where}: a step is a kind such as 'heal' or a mapping like 'fetch: 1'")
+        raise ScenarioError(
+            f"{where}: a step is a kind such as 'heal' or a mapping like 'fetch: 1'"
+        )
     if kind not in STEP_KINDS:
         raise ScenarioError(
             f"{where}: unknown step {kind!r}{did_you_mean(str(kind), STEP_KINDS)}; "
@@ -216,7 +259,9 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         return {"a": arg[0], "b": arg[1]}
     if kind == "partition":
         if not isinstance(arg, list) or len(arg) < 2 or not all(isinstance(g, list) for g in arg):
-            raise ScenarioError(f"{where} (partition): give two or more groups, like [[1], [2, zk]]")
+            raise ScenarioError(
+                f"{where} (partition): give two or more groups, like [[1], [2, zk]]"
+            )
         return {"groups": arg}
     if kind == "check":
         return {"expect": _expect(arg or {}, f"{where} (check)")}
@@ -234,8 +279,14 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         args = {scalar_key: arg}
     if kind == "produce" and "value" not in args and "values" not in args:
         raise ScenarioError(f"{where} (produce): give a value (or values)")
-    if kind == "produce" and "acks" in args and str(args["acks"]).lower() not in ("0", "1", "all", "-1"):
-        raise ScenarioError(f"{where} (produce): acks={args['acks']!r} is not allowed: use 0, 1 or all")
+    if (
+        kind == "produce"
+        and "acks" in args
+        and str(args["acks"]).lower() not in ("0", "1", "all", "-1")
+    ):
+        raise ScenarioError(
+            f"{where} (produce): acks={args['acks']!r} is not allowed: use 0, 1 or all"
+        )
     if kind == "advance":
         _int(args.get("ms"), f"{where} (advance): ms", 0)
     return args
@@ -262,9 +313,14 @@ def _variants(raw: Any, origin: str) -> list[Variant]:
         if not isinstance(v, dict) or "set" not in v:
             raise ScenarioError(f"{where}: a variant has 'set' (settings) and 'expect'")
         settings = _config(v["set"], where)
-        out.append(Variant(str(v.get("name") or f"variant-{i}"), settings,
-                           _expect(v.get("expect") or {}, f"{where}: expect"),
-                           str(v.get("description") or "").strip()))
+        out.append(
+            Variant(
+                str(v.get("name") or f"variant-{i}"),
+                settings,
+                _expect(v.get("expect") or {}, f"{where}: expect"),
+                str(v.get("description") or "").strip(),
+            )
+        )
     return out
 
 
@@ -320,11 +376,17 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
         if step.kind == "check":
             return [f"after step {step.index}: {m}" for m in check_expect(cluster, a["expect"])]
         if step.kind == "produce":
-            cluster.produce(a.get("value"), values=a.get("values"), count=a.get("count"),
-                            acks=a.get("acks"), producer=a.get("producer", "producer"))
+            cluster.produce(
+                a.get("value"),
+                values=a.get("values"),
+                count=a.get("count"),
+                acks=a.get("acks"),
+                producer=a.get("producer", "producer"),
+            )
         elif step.kind == "fetch":
-            cluster.fetch(a["follower"], response=a.get("response", "ok"),
-                          delay_ms=a.get("delay_ms", 1000))
+            cluster.fetch(
+                a["follower"], response=a.get("response", "ok"), delay_ms=a.get("delay_ms", 1000)
+            )
         elif step.kind == "crash":
             cluster.crash(a["broker"], lose_unflushed=bool(a.get("lose_unflushed", False)))
         elif step.kind in ("restart", "flush"):
@@ -379,8 +441,9 @@ def find_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> Variant | 
     return None
 
 
-def run(scenario: Scenario, overrides: Mapping[str, Any] | None = None,
-        variant: Variant | None = None) -> ScenarioResult:
+def run(
+    scenario: Scenario, overrides: Mapping[str, Any] | None = None, variant: Variant | None = None
+) -> ScenarioResult:
     """Replay a scenario (or one of its variants) and check its expectations."""
     if variant is None and overrides:
         variant = find_variant(scenario, overrides)

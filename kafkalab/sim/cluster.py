@@ -94,7 +94,11 @@ class Cluster:
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"mode={mode!r} is not allowed: use 'stepped' or 'timed'")
-        if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= MAX_BROKERS:
+        if (
+            isinstance(brokers, bool)
+            or not isinstance(brokers, int)
+            or not 1 <= brokers <= MAX_BROKERS
+        ):
             raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
         self.config = config if isinstance(config, Config) else make_config(config or {})
         self.mode = mode
@@ -105,7 +109,9 @@ class Cluster:
         check_min_isr(self.config, len(self.replicas))
         lat = latency_ms if mode == "timed" else (0, 0)
         if lat[0] < 0 or lat[1] < lat[0]:
-            raise ConfigError(f"latency_ms={latency_ms!r} is not allowed: use (low, high), 0 <= low <= high")
+            raise ConfigError(
+                f"latency_ms={latency_ms!r} is not allowed: use (low, high), 0 <= low <= high"
+            )
         self.sim = Simulation(seed=seed, latency_ms=lat, trace_messages=trace_messages)
         self.sim.on_halt = self._on_halt
         self.disks: dict[int, dict[str, Disk]] = {}
@@ -138,7 +144,9 @@ class Cluster:
             rng = random.Random(f"{self.seed}:assignment")
             chosen = assign_replicas(self.broker_ids, rf, 0, rng)
         if leader is not None and leader not in chosen:
-            raise ConfigError(f"leader={leader} is not allowed: it must be one of the replicas {chosen}")
+            raise ConfigError(
+                f"leader={leader} is not allowed: it must be one of the replicas {chosen}"
+            )
         if leader is not None and chosen[0] != leader:
             chosen.remove(leader)
             chosen.insert(0, leader)
@@ -163,9 +171,7 @@ class Cluster:
 
     def _check_broker(self, b: Any) -> int:
         if isinstance(b, bool) or not isinstance(b, int) or b not in self.broker_ids:
-            raise ActionError(
-                f"broker {b!r} does not exist: brokers are {self._broker_range()}"
-            )
+            raise ActionError(f"broker {b!r} does not exist: brokers are {self._broker_range()}")
         return b
 
     def _broker_range(self) -> str:
@@ -366,7 +372,10 @@ class Cluster:
     # ---- timed mode ------------------------------------------------------------------------
 
     def run(
-        self, until_ms: int | None = None, *, for_ms: int | None = None,
+        self,
+        until_ms: int | None = None,
+        *,
+        for_ms: int | None = None,
         stop_when: Callable[[Cluster], bool] | None = None,
     ) -> None:
         """Timed mode: run until ``until_ms`` (or for ``for_ms``), or until ``stop_when(cluster)``

@@ -31,9 +31,8 @@ class Fault:
 
     def __post_init__(self) -> None:
         if self.action not in FAULT_ACTIONS:
-            raise ConfigError(
-                f"fault action {self.action!r} is not allowed: use one of {', '.join(FAULT_ACTIONS)}"
-            )
+            allowed = ", ".join(FAULT_ACTIONS)
+            raise ConfigError(f"fault action {self.action!r} is not allowed: use one of {allowed}")
         if self.time_ms < 0:
             raise ConfigError(f"fault time_ms={self.time_ms} is not allowed: use a time >= 0")
 
@@ -160,8 +159,15 @@ def simulate(
     workload = workload or Workload()
     if faults is None:
         faults = random_faults(seed, brokers, duration_ms)
-    cluster = Cluster(brokers, config=cfg, seed=seed, mode="timed", latency_ms=latency_ms,
-                      trace_messages=trace_messages, check_invariants=check_invariants)
+    cluster = Cluster(
+        brokers,
+        config=cfg,
+        seed=seed,
+        mode="timed",
+        latency_ms=latency_ms,
+        trace_messages=trace_messages,
+        check_invariants=check_invariants,
+    )
     produced = _schedule_workload(cluster, workload, duration_ms)
     for f in faults:
         if f.action == "crash":
