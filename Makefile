@@ -1,0 +1,69 @@
+# The course's everyday commands. `make help` lists them.
+#
+#   make lab    open the course in JupyterLab
+#   make test   run every test: the tests/ suite and the notebooks' stored outputs (nbval)
+#
+# The first run creates .venv and installs kafkalab with all its extras; later runs reinstall
+# only when pyproject.toml has changed since the last install.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+LAB_NOTEBOOK ?= notebooks/01-first-look.ipynb
+LAB_PORT ?= 8888
+PYTEST_ARGS ?=
+BENCHMARKS := $(sort $(wildcard benchmarks/*.py))
+
+# JupyterLab refuses to start as root unless told that it is on purpose (containers, CI).
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# papermill and nbval start the "python3" kernel: prefer the venv's kernel over a user-wide one.
+export JUPYTER_PREFER_ENV_PATH := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help lab test install lint bench notebooks clean distclean
+
+help:
+	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
+	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs"
+	@echo "make install    create $(VENV) and install kafkalab with all extras"
+	@echo "make lint       ruff check"
+	@echo "make bench      run every benchmarks/*.py and print its figures"
+	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
+	@echo "make clean      remove caches and build leftovers (keeps $(VENV))"
+	@echo "make distclean  clean, and remove $(VENV) too"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e ".[all]"
+	touch $@
+
+install: $(STAMP)
+
+lab: install
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
+		$(LAB_NOTEBOOK)
+
+test: install
+	$(BIN)/python -m pytest tests notebooks --nbval --nbval-kernel-name python3 $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	@if [ -z "$(BENCHMARKS)" ]; then echo "no benchmarks yet: add benchmarks/*.py"; fi
+	@set -e; for f in $(BENCHMARKS); do echo "== $$f"; $(BIN)/python $$f; done
+
+notebooks: install
+	$(BIN)/python tools/execute_notebooks.py
+
+clean:
+	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	find . -path ./$(VENV) -prune -o -type d \
+		\( -name __pycache__ -o -name .ipynb_checkpoints \) -print0 | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,47 @@
+"""Run notebooks top to bottom and store their outputs in place, for nbval to compare.
+
+    .venv/bin/python tools/execute_notebooks.py                  # every notebooks/*.ipynb
+    .venv/bin/python tools/execute_notebooks.py notebooks/01-first-look.ipynb
+
+Each kernel starts in the notebook's own folder, as in JupyterLab, papermill and nbval. Stream
+outputs are merged so that a re-run changes the file only where an output really changed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+KERNEL = "python3"
+TIMEOUT_S = 600
+
+
+def execute(path: Path) -> None:
+    """Run one notebook and write it back with its new outputs."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        kernel_name=KERNEL,
+        timeout=TIMEOUT_S,
+        record_timing=False,  # no timestamps in the stored file
+        coalesce_streams=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    nbformat.write(nb, path)
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(a) for a in argv] or sorted(NOTEBOOKS.glob("*.ipynb"))
+    for path in paths:
+        print(f"executing {path}", flush=True)
+        execute(path.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
