@@ -104,13 +104,21 @@ def test_isr_of_one_with_unclean_election_loses_acknowledged_records() -> None:
 def test_same_seed_same_trace_byte_for_byte() -> None:
     runs = [
         simulate(
-            SAFE, seed=7, duration_ms=10000, settle_ms=5000, trace_messages=True, keep_cluster=True
+            SAFE,
+            seed=7,
+            duration_ms=10000,
+            settle_ms=5000,
+            trace_messages=True,
+            keep_cluster=True,
+            digest=True,
         )
         for _ in range(2)
     ]
     (r1, c1), (r2, c2) = runs  # type: ignore[misc]
     assert c1.trace.to_jsonl() == c2.trace.to_jsonl()
     assert r1 == r2
-    other = simulate(SAFE, seed=8, duration_ms=10000, settle_ms=5000, trace_messages=True)
+    other = simulate(
+        SAFE, seed=8, duration_ms=10000, settle_ms=5000, trace_messages=True, digest=True
+    )
     assert isinstance(other, RunResult)
-    assert other.trace_digest != r1.trace_digest
+    assert r1.trace_digest and other.trace_digest != r1.trace_digest

@@ -5,6 +5,7 @@ Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,7 @@ class ReplicaState:
     partition_epoch: int = -1
     replicas: tuple[int, ...] = ()
     remotes: dict[int, Remote] = field(default_factory=dict)
-    delayed_produces: list[DelayedProduce] = field(default_factory=list)
+    delayed_produces: deque[DelayedProduce] = field(default_factory=deque)
     delayed_fetches: list[DelayedFetch] = field(default_factory=list)
     alter_isr_pending: bool = False
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
@@ -282,19 +283,18 @@ class Broker:
             reply(m.NONE, first)
 
     def _complete_produces(self, ctx: Context, r: ReplicaState) -> None:
-        """Partition.checkEnoughReplicasReachOffset for every waiting acks=all request."""
-        if not r.delayed_produces:
-            return
-        waiting = []
-        for p in r.delayed_produces:
+        """Partition.checkEnoughReplicasReachOffset for the waiting acks=all requests. They wait
+        in append order, so their required offsets increase: the ones the HW has passed (or all
+        of them, once this replica is no longer leader) are at the front."""
+        queue = r.delayed_produces
+        while queue:
+            p = queue[0]
             error = self._produce_outcome(r, p)
             if error is None:
-                waiting.append(p)
-            else:
-                ctx.send(
-                    p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error, p.base_offset)
-                )
-        r.delayed_produces = waiting
+                return
+            queue.popleft()
+            resp = m.ProduceResponse(r.tp, p.request.correlation_id, error, p.base_offset)
+            ctx.send(p.src, resp)
 
     def _produce_outcome(self, r: ReplicaState, p: DelayedProduce) -> str | None:
         if r.role != "leader":
@@ -306,21 +306,18 @@ class Broker:
         return m.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
     def _expire_produces(self, ctx: Context, r: ReplicaState) -> None:
-        keep = []
-        for p in r.delayed_produces:
-            if p.deadline_ms <= ctx.now:
-                ctx.send(
-                    p.src,
-                    m.ProduceResponse(r.tp, p.request.correlation_id, m.REQUEST_TIMED_OUT),
-                )
-            else:
-                keep.append(p)
-        r.delayed_produces = keep
+        # Every request carries the producer's request.timeout.ms, so deadlines follow append
+        # order too.
+        queue = r.delayed_produces
+        while queue and queue[0].deadline_ms <= ctx.now:
+            p = queue.popleft()
+            resp = m.ProduceResponse(r.tp, p.request.correlation_id, m.REQUEST_TIMED_OUT)
+            ctx.send(p.src, resp)
 
     def _fail_pending(self, ctx: Context, r: ReplicaState, error: str) -> None:
         for p in r.delayed_produces:
             ctx.send(p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error))
-        r.delayed_produces = []
+        r.delayed_produces.clear()
         for f in r.delayed_fetches:
             ctx.send(f.src, m.FetchResponse(r.tp, f.request.correlation_id, error))
         r.delayed_fetches = []

@@ -78,12 +78,11 @@ class Simulation:
 
     def command(self, address: Any, msg: Any) -> None:
         """Hand ``msg`` to a local actor directly (an operator's or a client's call)."""
-        actor = self.actors[address]
-        self._run_handler(address, lambda ctx: actor.handle(ctx, "local", msg))
+        self._run_handler(address, self.actors[address].handle, "local", msg)
 
-    def _run_handler(self, address: Any, handler: Callable[[Context], None]) -> None:
+    def _run_handler(self, address: Any, handler: Callable[..., None], *args: Any) -> None:
         ctx = Context(self.now, address)
-        handler(ctx)
+        handler(ctx, *args)
         for kind, data in ctx.events:
             self.record(kind, address, data)
         for dst, msg in ctx.sends:
@@ -168,12 +167,12 @@ class Simulation:
             else:
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
-                self._run_handler(dst, lambda ctx: actor.handle(ctx, src, msg))
+                self._run_handler(dst, actor.handle, src, msg)
         elif kind == _TIMER:
             _, _, _, address, inc, name, data = entry
             actor = self.actors.get(address)
             if actor is not None and self.incarnation[address] == inc:
-                self._run_handler(address, lambda ctx: actor.on_timer(ctx, name, data))
+                self._run_handler(address, actor.on_timer, name, data)
         else:
             entry[3](*entry[4])
 

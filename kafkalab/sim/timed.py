@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kafkalab.config import Config, make_config
@@ -150,11 +150,13 @@ def simulate(
     trace_messages: bool = False,
     check_invariants: bool = False,
     keep_cluster: bool = False,
+    digest: bool = False,
 ) -> RunResult | tuple[RunResult, Cluster]:
     """Run one timed simulation: produce steadily for ``duration_ms`` while ``faults`` happen,
     then heal every link, restart every broker and let it settle for ``settle_ms``.
 
-    ``faults=None`` draws :func:`random_faults` from ``seed``; pass ``[]`` for none."""
+    ``faults=None`` draws :func:`random_faults` from ``seed``; pass ``[]`` for none. ``digest``
+    adds the SHA-256 of the trace to the result (it can cost a third of the run)."""
     cfg = config if isinstance(config, Config) else make_config(config or {})
     workload = workload or Workload()
     if faults is None:
@@ -177,6 +179,8 @@ def simulate(
     cluster.sim.call_at(duration_ms, _recover, cluster)
     cluster.run(until_ms=duration_ms + settle_ms)
     result = _result(cluster, cfg, seed, (brokers, duration_ms, settle_ms), tuple(faults), produced)
+    if digest:
+        result = replace(result, trace_digest=cluster.trace.digest())
     return (result, cluster) if keep_cluster else result
 
 
@@ -228,5 +232,4 @@ def _result(
         isr_expands=report.isr_expands,
         errors=errors,
         leader=cluster.leader,
-        trace_digest=cluster.trace.digest(),
     )
