@@ -1,0 +1,278 @@
+"""Unit tests of the event loop and network, and of run determinism."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from kafkalab.protocol.actor import Context
+from kafkalab.sim.engine import Simulation
+from kafkalab.sim.timed import Fault, Workload, simulate
+
+
+@dataclass(frozen=True)
+class Ping:
+    n: int
+
+
+@dataclass(frozen=True)
+class Pong:
+    n: int
+
+
+class Recorder:
+    """An actor that remembers what it received and which timers fired; it can set timers at
+    start and send on command."""
+
+    def __init__(self, timers: tuple[tuple[int, str], ...] = ()) -> None:
+        self.timers = timers
+        self.received: list[tuple[int, Any, Any]] = []
+        self.fired: list[tuple[int, str]] = []
+
+    def start(self, ctx: Context) -> None:
+        for delay, name in self.timers:
+            ctx.set_timer(delay, name)
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if src == "local":  # a command: send msg = (dst, payload)
+            ctx.send(*msg)
+        else:
+            self.received.append((ctx.now, src, msg))
+
+    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
+        self.fired.append((ctx.now, name))
+
+
+def two_actors(**kwargs: Any) -> tuple[Simulation, Recorder, Recorder]:
+    sim = Simulation(seed=kwargs.pop("seed", 1), **kwargs)
+    a, b = Recorder(), Recorder()
+    sim.add("a", a, "host-a")
+    sim.add("b", b, "host-b")
+    return sim, a, b
+
+
+def drops(sim: Simulation) -> list[tuple[Any, str]]:
+    return [(e.data["msg"], e.data["reason"]) for e in sim.trace.of_kind("drop")]
+
+
+# ---- the loop ------------------------------------------------------------------------------
+
+
+def test_events_run_in_time_order_and_in_scheduling_order_at_equal_times():
+    sim = Simulation(seed=0)
+    order: list[str] = []
+    for t, name in [(5, "five-a"), (1, "one"), (5, "five-b"), (3, "three"), (5, "five-c")]:
+        sim.call_at(t, order.append, name)
+    sim.run_until(10)
+    assert order == ["one", "three", "five-a", "five-b", "five-c"]
+    assert sim.now == 10
+
+
+def test_run_until_stops_at_the_given_time_and_leaves_later_events():
+    sim = Simulation(seed=0)
+    order: list[int] = []
+    for t in (1, 2, 3):
+        sim.call_at(t, order.append, t)
+    sim.run_until(2)
+    assert order == [1, 2]
+    assert sim.now == 2
+    assert sim.pending() == 1
+    sim.run_until(3)
+    assert order == [1, 2, 3]
+
+
+def test_a_call_scheduled_in_the_past_runs_now():
+    sim = Simulation(seed=0)
+    sim.run_until(100)
+    seen: list[int] = []
+    sim.call_at(5, lambda: seen.append(sim.now))
+    sim.run_until(100)
+    assert seen == [100]
+
+
+def test_trace_events_have_increasing_sequence_numbers_and_times():
+    sim, _, _ = two_actors(latency_ms=(1, 20))
+    for n in range(5):
+        sim.call_at(n * 3, sim.command, "a", ("b", Ping(n)))
+    sim.run_until(200)
+    seqs = [e.seq for e in sim.trace]
+    times = [e.time_ms for e in sim.trace]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert times == sorted(times)
+
+
+def test_timers_fire_after_their_delay():
+    sim = Simulation(seed=0)
+    actor = Recorder(timers=((30, "late"), (10, "early")))
+    sim.add("a", actor, "h")
+    sim.run_until(100)
+    assert actor.fired == [(10, "early"), (30, "late")]
+
+
+def test_timers_of_a_stopped_incarnation_never_fire():
+    sim = Simulation(seed=0)
+    old = Recorder(timers=((10, "old"),))
+    sim.add("a", old, "h")
+    sim.run_until(5)
+    sim.remove("a")
+    new = Recorder(timers=((20, "new"),))
+    sim.add("a", new, "h")  # same address, new incarnation, before the old timer was due
+    sim.run_until(100)
+    assert old.fired == []
+    assert new.fired == [(25, "new")]
+
+
+def test_messages_in_flight_to_a_stopped_actor_are_dropped():
+    sim, _, b = two_actors(latency_ms=(10, 10))
+    sim.command("a", ("b", Ping(1)))
+    sim.remove("b")
+    sim.add("b", b, "host-b")  # restarted before the message arrives: still lost
+    sim.run_until(100)
+    assert b.received == []
+    assert drops(sim) == [(Ping(1), "not_running")]
+
+
+# ---- the network ---------------------------------------------------------------------------
+
+
+def test_a_message_on_a_cut_link_is_dropped_with_reason_link_cut():
+    sim, _, b = two_actors()
+    sim.set_link("host-a", "host-b", False)
+    assert not sim.link_up("a", "b")
+    sim.command("a", ("b", Ping(1)))
+    sim.run_until(100)
+    assert b.received == []
+    assert drops(sim) == [(Ping(1), "link_cut")]
+
+    sim.set_link("host-a", "host-b", True)
+    sim.command("a", ("b", Ping(2)))
+    sim.run_until(200)
+    assert [msg for _, _, msg in b.received] == [Ping(2)]
+
+
+def test_a_message_in_flight_when_the_link_is_cut_is_dropped():
+    sim, _, b = two_actors(latency_ms=(10, 10))
+    sim.command("a", ("b", Ping(1)))
+    sim.call_at(5, sim.set_link, "host-a", "host-b", False)
+    sim.run_until(100)
+    assert b.received == []
+    assert drops(sim) == [(Ping(1), "link_cut")]
+
+
+def test_a_cut_link_between_other_hosts_does_not_matter():
+    sim, _, b = two_actors()
+    sim.set_link("host-a", "host-c", False)
+    sim.command("a", ("b", Ping(1)))
+    sim.run_until(100)
+    assert [msg for _, _, msg in b.received] == [Ping(1)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_link_is_fifo_even_with_random_latency(seed: int):
+    sim, _, b = two_actors(seed=seed, latency_ms=(1, 50))
+    for n in range(40):
+        sim.call_at(n // 4, sim.command, "a", ("b", Ping(n)))
+    sim.run_until(1000)
+    assert [msg.n for _, _, msg in b.received] == list(range(40))
+    arrivals = [t for t, _, _ in b.received]
+    assert arrivals == sorted(arrivals)
+    # Latencies drawn independently would have reordered these messages.
+    rng = random.Random(f"{seed}:network")
+    independent = [n // 4 + rng.randint(1, 50) for n in range(40)]
+    assert independent != sorted(independent)
+
+
+def test_latency_is_drawn_within_its_bounds():
+    sim, _, b = two_actors(latency_ms=(7, 9))
+    sim.command("a", ("b", Ping(0)))
+    sim.run_until(100)
+    ((arrival, _, _),) = b.received
+    assert 7 <= arrival <= 9
+
+
+def test_same_host_messages_take_no_time():
+    sim = Simulation(seed=0, latency_ms=(10, 20))
+    a, b = Recorder(), Recorder()
+    sim.add("a", a, "h")
+    sim.add("b", b, "h")
+    sim.command("a", ("b", Ping(1)))
+    sim.run_until(0)
+    assert b.received == [(0, "a", Ping(1))]
+
+
+def test_a_one_shot_drop_rule_loses_only_the_next_matching_message():
+    sim, a, b = two_actors()
+    sim.add_rule("a", "b", (Ping,), None)
+    sim.command("a", ("b", Pong(0)))  # another type: not matched
+    sim.command("b", ("a", Ping(0)))  # the other direction: not matched
+    sim.command("a", ("b", Ping(1)))  # lost
+    sim.command("a", ("b", Ping(2)))  # the rule is used up
+    sim.run_until(100)
+    assert [msg for _, _, msg in b.received] == [Pong(0), Ping(2)]
+    assert [msg for _, _, msg in a.received] == [Ping(0)]
+    assert drops(sim) == [(Ping(1), "lost")]
+
+
+def test_a_one_shot_delay_rule_delays_one_message_and_keeps_the_link_fifo():
+    sim, _, b = two_actors()
+    sim.add_rule("a", "b", (Ping,), 50)
+    sim.command("a", ("b", Ping(1)))
+    sim.command("a", ("b", Ping(2)))
+    sim.run_until(100)
+    assert b.received == [(50, "a", Ping(1)), (50, "a", Ping(2))]
+
+
+def test_named_streams_are_reproducible_and_independent():
+    one, two = Simulation(seed=7), Simulation(seed=7)
+    assert one.stream("faults").random() == two.stream("faults").random()
+    assert one.stream("faults").random() != one.stream("workload").random()
+    assert Simulation(seed=8).stream("faults").random() != two.stream("faults").random()
+
+
+# ---- determinism of whole runs -------------------------------------------------------------
+
+
+def timed_run(seed: int):
+    faults = [
+        Fault(2000, "crash", (1,)),
+        Fault(6000, "restart", (1,)),
+        Fault(4000, "disconnect", (2, "zk")),
+        Fault(9000, "reconnect", (2, "zk")),
+    ]
+    return simulate(
+        {"zookeeper.session.timeout.ms": 3000},
+        seed=seed,
+        duration_ms=12_000,
+        settle_ms=8_000,
+        workload=Workload(interval_ms=50),
+        faults=faults,
+        latency_ms=(1, 20),
+        trace_messages=True,
+        keep_cluster=True,
+    )
+
+
+def test_the_same_seed_gives_the_same_trace_byte_for_byte():
+    first, c1 = timed_run(seed=11)
+    second, c2 = timed_run(seed=11)
+    assert c1.trace.of_kind("deliver")  # messages were traced
+    assert c1.trace.to_jsonl() == c2.trace.to_jsonl()
+    assert c1.trace.digest() == c2.trace.digest()
+    assert first == second
+
+
+def test_a_different_seed_gives_a_different_trace():
+    _, c1 = timed_run(seed=11)
+    _, c2 = timed_run(seed=12)
+    assert c1.trace.to_jsonl() != c2.trace.to_jsonl()
+    assert c1.trace.digest() != c2.trace.digest()
+
+
+def test_random_fault_schedules_are_a_function_of_the_seed():
+    a = simulate(seed=3, duration_ms=20_000, settle_ms=5_000)
+    b = simulate(seed=3, duration_ms=20_000, settle_ms=5_000)
+    assert a.faults > 0
+    assert a == b
