@@ -15,7 +15,7 @@ import pytest
 from kafkalab.config import Config, make_config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.broker import Broker, FetchNow, ReplicaState
+from kafkalab.protocol.broker import NEVER_MS, Broker, FetchNow, ReplicaState
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Record
 from kafkalab.sim.cluster import Cluster
 
@@ -389,7 +389,9 @@ def test_last_caught_up_time_follows_the_fetch_offsets():
 def test_a_non_isr_follower_of_a_new_leader_has_never_caught_up():
     b = leader(isr=(1, 2), replicas=(1, 2, 3))
     assert replica(b).remotes[2].last_caught_up_ms == T0
-    assert replica(b).remotes[3].last_caught_up_ms == 0
+    assert replica(b).remotes[3].last_caught_up_ms == NEVER_MS
+    # "never" stays never even when the simulated clock is still near 0
+    assert not b._caught_up(replica(b), replica(b).remotes[3], 0)
 
 
 def test_isr_expiration_shrinks_a_follower_lagging_longer_than_the_lag_time():
@@ -723,12 +725,6 @@ def test_cluster_isr_shrinks_after_the_lag_time_and_expands_on_catching_up():
 # ---- known deviations from Kafka -----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="a new leader gives non-ISR followers lastCaughtUpTime 0 and the simulated clock "
-    "starts at 0, so during the first replica.lag.time.max.ms a live non-ISR follower that never "
-    "fetched (LEO unknown, -1) counts as caught up and holds the HW back (KAFKA-4485 rule)",
-    strict=True,
-)
 def test_a_live_non_isr_follower_that_never_fetched_does_not_hold_the_hw_back():
     c = Cluster(brokers=3, leader=1, config={"zookeeper.session.timeout.ms": 3000})
     c.crash(3)
@@ -741,13 +737,6 @@ def test_a_live_non_isr_follower_that_never_fetched_does_not_hold_the_hw_back():
     assert c.replica(2).hw == 1
 
 
-@pytest.mark.xfail(
-    reason="without leader epochs, a follower truncates to its HW on every LeaderAndIsr with a "
-    "newer leader epoch, even when the leader did not change (e.g. the controller only removed a "
-    "dead replica from the ISR); Kafka's ReplicaManager.makeFollowers skips partitions whose "
-    "leader is unchanged, so the follower keeps its log",
-    strict=True,
-)
 def test_without_leader_epochs_an_isr_change_with_the_same_leader_does_not_truncate():
     b = follower(2, config=make_config({"preset": "0.10"}), disk=disk_of(0, hw_checkpoint=1))
     req = fetch_now(b)
@@ -761,12 +750,6 @@ def test_without_leader_epochs_an_isr_change_with_the_same_leader_does_not_trunc
     assert replica(b).log.leo == 3
 
 
-@pytest.mark.xfail(
-    reason="same bug seen end to end: with preset 0.10 the surviving follower truncates an "
-    "acknowledged record when the controller removes a dead follower from the ISR, and loses it "
-    "when it becomes leader",
-    strict=True,
-)
 def test_cluster_0_10_follower_keeps_an_acked_record_through_an_isr_shrink():
     c = Cluster(brokers=3, leader=1, config={"preset": "0.10"})
     c.produce("m1")
@@ -784,13 +767,6 @@ def test_cluster_0_10_follower_keeps_an_acked_record_through_an_isr_shrink():
     assert c.report().lost_acked == []
 
 
-@pytest.mark.xfail(
-    reason="a fetch that waited in the purgatory is applied to the follower's fetch state a "
-    "second time when it completes (_answer_delayed_fetch calls _update_follower_fetch_state), "
-    "so lastCaughtUpTime and the previous-fetch time move to the completion time; Kafka updates "
-    "the follower state once, when the fetch is read",
-    strict=True,
-)
 def test_a_waiting_fetch_updates_the_follower_state_only_when_it_arrives():
     b = leader(isr=(1, 2), replicas=(1, 2))
     produce(b, "m1", acks=1, now=T0)

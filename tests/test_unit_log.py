@@ -222,12 +222,6 @@ def test_a_power_loss_keeps_only_the_flushed_prefix():
     assert restarted.end_offset_for(0)[1] == 1
 
 
-@pytest.mark.xfail(
-    reason="Log(disk) keeps epoch entries that start exactly at the recovered LEO; Kafka's log "
-    "loading calls LeaderEpochFileCache.truncateFromEnd(LEO), which removes entries whose start "
-    "offset is >= LEO",
-    strict=True,
-)
 def test_restart_drops_epoch_entries_starting_at_the_recovered_leo():
     log = Log()
     log.append_as_leader(("m1",), 0)

@@ -19,6 +19,7 @@ __all__ = ["Broker", "FetchNow", "ReplicaState"]
 CONTROLLER = "controller"
 ZOOKEEPER = "zk"
 UNKNOWN_LEO = -1
+NEVER_MS = -(2**62)  # "never caught up": Kafka uses 0 on a wall clock; simulated time starts at 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class Remote:
     """The leader's view of one follower (kafka.cluster.Replica / ReplicaState)."""
 
     leo: int = UNKNOWN_LEO
-    last_caught_up_ms: int = 0
+    last_caught_up_ms: int = NEVER_MS
     last_fetch_leader_leo: int = 0
     last_fetch_ms: int = 0
 
@@ -201,7 +202,7 @@ class Broker:
         r.inflight = None
         if not was_leader:
             r.remotes = {
-                rid: Remote(last_caught_up_ms=ctx.now if rid in msg.isr else 0)
+                rid: Remote(last_caught_up_ms=ctx.now if rid in msg.isr else NEVER_MS)
                 for rid in msg.replicas
                 if rid != self.id
             }
@@ -223,6 +224,7 @@ class Broker:
         """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
         follower truncates to its HW at once; with them it first asks the leader where the epoch
         it holds ends (OffsetsForLeaderEpoch)."""
+        same_leader = r.role == "follower" and r.leader == msg.leader
         self._fail_pending(ctx, r, m.NOT_LEADER_OR_FOLLOWER)
         self._set_partition_state(r, msg)
         r.role = "follower" if msg.leader is not None else None
@@ -238,8 +240,12 @@ class Broker:
             leader_epoch=msg.leader_epoch,
         )
         if self.config.leader_epochs and r.log.latest_epoch != UNDEFINED_EPOCH:
+            # Since 3.x a new leader epoch restarts the fetcher with truncation, leader changed
+            # or not (Partition.makeFollower returns isNewLeaderEpoch).
             r.truncating = True
-        else:
+        elif not same_leader:
+            # ReplicaManager.makeFollowers (0.10) truncates to the HW only for partitions whose
+            # leader changed; the others are skipped.
             self._truncate(ctx, r, r.log.hw, "truncate_to_hw")
             r.truncating = False
         if r.role == "follower" and self.auto_fetch:
@@ -368,10 +374,11 @@ class Broker:
             self._answer_delayed_fetch(ctx, r, f)
 
     def _answer_delayed_fetch(self, ctx: Context, r: ReplicaState, f: DelayedFetch) -> None:
+        """DelayedFetch.onComplete reads again (readFromPurgatory) without updating the
+        follower's state, which was applied when the request arrived."""
         req = f.request
         records = tuple(r.log.records[req.fetch_offset :])
         hw = r.log.hw
-        self._update_follower_fetch_state(ctx, r, req.replica_id, req.fetch_offset)
         ctx.send(f.src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
 
     def _update_follower_fetch_state(

@@ -43,7 +43,9 @@ class Log:
         disk = disk or Disk()
         self.records: list[Record] = list(disk.records)
         self.flushed = len(self.records)
-        self.epochs: list[tuple[int, int]] = [e for e in disk.epochs if e[1] <= len(self.records)]
+        # Log recovery drops epoch entries that start at or beyond the recovered end
+        # (LeaderEpochFileCache.truncateFromEnd).
+        self.epochs: list[tuple[int, int]] = [e for e in disk.epochs if e[1] < len(self.records)]
         self.hw_checkpoint = disk.hw_checkpoint
         # A restarted replica starts from its checkpointed HW (never past its own LEO).
         self.hw = min(disk.hw_checkpoint, len(self.records))
@@ -72,14 +74,18 @@ class Log:
     def append_replicated(self, records: tuple[Record, ...]) -> None:
         """A follower appends what it fetched, learning epochs from the batches."""
         for record in records:
-            if record.leader_epoch > self.latest_epoch:
-                self.epochs.append((record.leader_epoch, record.offset))
+            self.assign_epoch(record.leader_epoch, record.offset)
             self.records.append(record)
 
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
-        """LeaderEpochFileCache.assign: remember that ``epoch`` starts at ``start_offset``."""
-        if epoch > self.latest_epoch:
-            self.epochs.append((epoch, start_offset))
+        """LeaderEpochFileCache.assign: remember that ``epoch`` starts at ``start_offset``,
+        dropping entries that would break monotonicity (maybeTruncateNonMonotonicEntries): an
+        epoch bumped before anything was written in the previous one replaces it."""
+        if epoch <= self.latest_epoch:
+            return
+        while self.epochs and self.epochs[-1][1] >= start_offset:
+            self.epochs.pop()
+        self.epochs.append((epoch, start_offset))
 
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or after ``offset``; returns how many were removed.
