@@ -417,7 +417,10 @@ def replay(
     for step in scenario.steps:
         if step.kind == "check" and not checks:
             continue
-        mismatches += apply_step(cluster, step)
+        try:
+            mismatches += apply_step(cluster, step)
+        except ScenarioError as err:
+            raise ScenarioError(f"{scenario.name}: {err}") from None
     return cluster, mismatches
 
 
