@@ -96,6 +96,8 @@ class Simulation:
     # ---- network ---------------------------------------------------------------------------
 
     def link_up(self, a: Any, b: Any) -> bool:
+        if not self.cut:
+            return True
         ha, hb = self.hosts.get(a, a), self.hosts.get(b, b)
         return ha == hb or frozenset((ha, hb)) not in self.cut
 

@@ -48,9 +48,10 @@ EVENT_KINDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One entry of the trace."""
+    """One entry of the trace (treat it as read-only: it is not frozen only because a frozen
+    dataclass costs three times as much to build, and a run builds one per state change)."""
 
     seq: int
     time_ms: int
