@@ -369,7 +369,6 @@ def report(results: list[SeedResult], memory: dict[str, float], args: argparse.N
     tot_setup = sum(r.setup_wall for r in results)
     tot_report = sum(r.report_wall for r in results)
     tot_digest = sum(r.digest_wall for r in results)
-    tot_instr = sum(r.instrumented_loop_wall for r in results)
     eps, bare_eps = tot_events / tot_loop, tot_events / tot_bare
 
     loop_rows = [
@@ -467,8 +466,6 @@ def report(results: list[SeedResult], memory: dict[str, float], args: argparse.N
         "",
         f"loop events by kind: {kind_text}",
         f"heap size when the loop starts: {heap_text}",
-        f"counting wrapper overhead (instrumented pass, not best-of): "
-        f"{tot_instr / tot_loop - 1:+.0%} loop time",
         "",
         "Whole simulate() call (set-up before the loop, loop, end-of-run report after it;",
         "+digest s: what simulate(digest=True) adds, the SHA-256 of the canonical trace)",
