@@ -1,0 +1,23 @@
+"""The benchmarks stay runnable (their figures are printed, never asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_timed_benchmark_runs_and_prints_its_figures() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_timed.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    for figure in ("events/s", "bare ev/s", "ratio", "peak memory"):
+        assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
