@@ -1,5 +1,8 @@
 """The messages actors send one another. Requests and responses are separate messages, so a
-response can be delayed or lost on its own."""
+response can be delayed or lost on its own.
+
+Messages are read-only by convention. The four that carry the steady produce/fetch traffic are
+plain slots dataclasses rather than frozen ones, which cost three times as much to build."""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE"
 INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProduceRequest:
     tp: str
     correlation_id: int
@@ -47,7 +50,7 @@ class ProduceRequest:
     timeout_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProduceResponse:
     tp: str
     correlation_id: int
@@ -55,7 +58,7 @@ class ProduceResponse:
     base_offset: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchRequest:
     tp: str
     replica_id: int
@@ -65,7 +68,7 @@ class FetchRequest:
     correlation_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchResponse:
     tp: str
     correlation_id: int

@@ -83,13 +83,18 @@ class Simulation:
     def _run_handler(self, address: Any, handler: Callable[..., None], *args: Any) -> None:
         ctx = Context(self.now, address)
         handler(ctx, *args)
-        for kind, data in ctx.events:
-            self.record(kind, address, data)
-        for dst, msg in ctx.sends:
-            self.send(address, dst, msg)
-        inc = self.incarnation[address]
-        for delay, name, data in ctx.timers:
-            self._push(self.now + delay, _TIMER, address, inc, name, data)
+        if ctx.events:
+            for kind, data in ctx.events:
+                self.record(kind, address, data)
+        if ctx.sends:
+            for dst, msg in ctx.sends:
+                self.send(address, dst, msg)
+        if ctx.timers:
+            inc = self.incarnation[address]
+            heap, now = self._heap, self.now
+            for delay, name, data in ctx.timers:
+                self._seq += 1
+                heapq.heappush(heap, (now + delay, self._seq, _TIMER, address, inc, name, data))
         if ctx.halt is not None and self.on_halt is not None:
             self.on_halt(address, ctx.halt)
 
@@ -113,27 +118,37 @@ class Simulation:
         self._rules.append([src, dst, tuple(types), delay_ms])
 
     def send(self, src: Any, dst: Any, msg: Any) -> None:
-        if not self.link_up(src, dst):
+        if self.cut and not self.link_up(src, dst):
             self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
             return
         extra = 0
-        for rule in self._rules:
-            if rule[0] == src and rule[1] == dst and isinstance(msg, rule[2]):
-                self._rules.remove(rule)
-                if rule[3] is None:
-                    self.record("drop", src, {"dst": dst, "msg": msg, "reason": "lost"})
-                    return
-                extra = rule[3]
-                break
+        if self._rules:
+            for rule in self._rules:
+                if rule[0] == src and rule[1] == dst and isinstance(msg, rule[2]):
+                    self._rules.remove(rule)
+                    if rule[3] is None:
+                        self.record("drop", src, {"dst": dst, "msg": msg, "reason": "lost"})
+                        return
+                    extra = rule[3]
+                    break
         if self.trace_messages:
             self.record("send", src, {"dst": dst, "msg": msg})
         lo, hi = self.latency_ms
-        same_host = self.hosts.get(src, src) == self.hosts.get(dst, dst)
-        latency = 0 if same_host or hi == 0 else self._net_rng.randint(lo, hi)
+        hosts = self.hosts
+        if hi == 0 or hosts.get(src, src) == hosts.get(dst, dst):
+            arrival = self.now + extra
+        else:
+            arrival = self.now + self._net_rng.randint(lo, hi) + extra
         key = (src, dst)
-        arrival = max(self.now + latency + extra, self._last_arrival.get(key, 0))
+        last = self._last_arrival.get(key, 0)
+        if last > arrival:  # TCP: nothing overtakes an earlier message on the same link
+            arrival = last
         self._last_arrival[key] = arrival
-        self._push(arrival, _DELIVER, src, dst, msg, self.incarnation.get(dst, 0))
+        self._seq += 1
+        heapq.heappush(
+            self._heap,
+            (arrival, self._seq, _DELIVER, src, dst, msg, self.incarnation.get(dst, 0)),
+        )
 
     # ---- loop ------------------------------------------------------------------------------
 
@@ -148,14 +163,15 @@ class Simulation:
     def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None) -> None:
         """Process every event due at or before ``time_ms``; the clock then reads ``time_ms``
         (or the time of the event after which ``stop()`` became true)."""
-        heap = self._heap
+        heap, pop, dispatch = self._heap, heapq.heappop, self._dispatch
         while heap and heap[0][0] <= time_ms:
-            entry = heapq.heappop(heap)
+            entry = pop(heap)
             self.now = entry[0]
-            self._dispatch(entry)
+            dispatch(entry)
             if stop is not None and stop():
                 return
-        self.now = max(self.now, time_ms)
+        if self.now < time_ms:
+            self.now = time_ms
 
     def _dispatch(self, entry: tuple) -> None:
         kind = entry[2]
@@ -164,7 +180,7 @@ class Simulation:
             actor = self.actors.get(dst)
             if actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
-            elif not self.link_up(src, dst):
+            elif self.cut and not self.link_up(src, dst):
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
             else:
                 if self.trace_messages:

@@ -60,24 +60,38 @@ class Event:
     data: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "seq": self.seq,
             "time_ms": self.time_ms,
             "kind": self.kind,
             "node": self.node,
-            **{k: _plain(v) for k, v in self.data.items()},
         }
+        for k, v in self.data.items():
+            out[k] = v if type(v) in _SCALARS else _plain(v)
+        return out
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        return {"type": type(value).__name__, **fields}
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    return value
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        if not dataclasses.is_dataclass(value):
+            return value
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(value))
+    return {"type": kind.__name__, **{n: _plain(getattr(value, n)) for n in names}}
+
+
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 class Trace:
@@ -101,10 +115,7 @@ class Trace:
 
     def to_jsonl(self) -> str:
         """One JSON object per line: the canonical, byte-for-byte reproducible form."""
-        return "".join(
-            json.dumps(e.to_dict(), sort_keys=True, separators=(",", ":")) + "\n"
-            for e in self.events
-        )
+        return "".join([_ENCODE(e.to_dict()) + "\n" for e in self.events])
 
     def digest(self) -> str:
         """SHA-256 of :meth:`to_jsonl`, to compare runs."""
