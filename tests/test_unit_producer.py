@@ -25,7 +25,7 @@ def test_acks_all_sends_to_the_leader_and_waits_for_the_answer() -> None:
     assert dst == 2 and isinstance(req, m.ProduceRequest)
     assert req.values == ("a", "b") and req.acks == -1 and req.timeout_ms == 30000
     assert results(ctx) == []
-    assert ctx.timers == [(30001, "request_timeout", req.correlation_id)]
+    assert ctx.timers == [(30001, "request_timeout", None)]
     done = Context(5, "producer")
     p.handle(done, 2, m.ProduceResponse("t-0", req.correlation_id, m.NONE, 7))
     (result,) = results(done)
@@ -51,7 +51,7 @@ def test_a_request_without_an_answer_times_out_once() -> None:
     p = Producer("producer")
     req = send(p, Send("t-0", ("a",), 1, 1, 100)).sends[0][1]
     late = Context(101, "producer")
-    p.on_timer(late, "request_timeout", req.correlation_id)
+    p.on_timer(late, "request_timeout", None)
     assert results(late)[0]["error"] == m.REQUEST_TIMED_OUT
     after = Context(102, "producer")
     p.handle(after, 1, m.ProduceResponse("t-0", req.correlation_id, m.NONE, 0))
@@ -64,3 +64,19 @@ def test_a_crashed_leader_leaves_the_producer_with_a_timeout() -> None:
     c.produce("m1")  # the controller still names broker 1 until its session expires
     c.advance(c.config.request_timeout_ms + 1)
     assert c.report().errors == {"m1": "REQUEST_TIMED_OUT"}
+
+
+def test_one_timer_times_out_requests_oldest_first_and_re_arms() -> None:
+    p = Producer("producer")
+    first = send(p, Send("t-0", ("a",), 1, 1, 100), now=0)
+    second = send(p, Send("t-0", ("b",), 1, 1, 100), now=40)
+    assert first.timers == [(101, "request_timeout", None)]
+    assert second.timers == [], "the armed timer covers the later request"
+    at_101 = Context(101, "producer")
+    p.on_timer(at_101, "request_timeout", None)
+    assert [r["values"] for r in results(at_101)] == [["a"]]
+    assert at_101.timers == [(40, "request_timeout", None)], "re-armed for b's deadline (141)"
+    at_141 = Context(141, "producer")
+    p.on_timer(at_141, "request_timeout", None)
+    assert [r["values"] for r in results(at_141)] == [["b"]]
+    assert at_141.timers == []

@@ -16,6 +16,13 @@ from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
 
 __all__ = ["Broker", "FetchNow", "ReplicaState"]
 
+# Timers that fire at the earliest waiting deadline, and the method that handles them.
+_DEADLINE_TIMERS = {
+    "produce_timeout": "_expire_produces",
+    "fetch_wait": "_expire_fetches",
+    "fetch_timeout": "_fetch_timed_out",
+}
+
 CONTROLLER = "controller"
 ZOOKEEPER = "zk"
 UNKNOWN_LEO = -1
@@ -74,6 +81,8 @@ class ReplicaState:
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
     truncating: bool = False  # follower must find its truncation point before fetching
     inflight: int | None = None  # correlation id of the follower's outstanding request
+    fetch_deadline_ms: int = 0  # when the outstanding request times out (timed mode)
+    armed: dict[str, int] = field(default_factory=dict)  # timer name -> when it fires
 
 
 class Broker:
@@ -140,19 +149,14 @@ class Broker:
                 if r.role == "leader":
                     self._maybe_shrink_isr(ctx, r)
             ctx.set_timer(self.config.replica_lag_time_max_ms // 2, "isr_expiration")
-        elif name == "produce_timeout":
-            self._expire_produces(ctx, self.partitions[data])
-        elif name == "fetch_wait":
-            self._expire_fetches(ctx, self.partitions[data])
+        elif name in _DEADLINE_TIMERS:
+            r = self.partitions[data]
+            if r.armed.get(name) == ctx.now:
+                del r.armed[name]
+            getattr(self, _DEADLINE_TIMERS[name])(ctx, r)
         elif name == "fetch_backoff":
             r = self.partitions[data]
             if r.role == "follower" and r.inflight is None:
-                self._send_fetch(ctx, r)
-        elif name == "fetch_timeout":
-            tp, correlation = data
-            r = self.partitions[tp]
-            if r.role == "follower" and r.inflight == correlation:
-                r.inflight = None
                 self._send_fetch(ctx, r)
         elif name == "alter_isr_timeout":
             tp, leader_epoch = data
@@ -283,7 +287,7 @@ class Broker:
         if req.acks == -1:
             deadline = ctx.now + req.timeout_ms
             r.delayed_produces.append(DelayedProduce(src, req, first, last + 1, deadline))
-            ctx.set_timer(req.timeout_ms, "produce_timeout", r.tp)
+            self._arm(ctx, r, "produce_timeout", deadline)
             self._complete_produces(ctx, r)
         else:
             reply(m.NONE, first)
@@ -319,6 +323,26 @@ class Broker:
             p = queue.popleft()
             resp = m.ProduceResponse(r.tp, p.request.correlation_id, m.REQUEST_TIMED_OUT)
             ctx.send(p.src, resp)
+        if queue:
+            self._arm(ctx, r, "produce_timeout", queue[0].deadline_ms)
+
+    def _fetch_timed_out(self, ctx: Context, r: ReplicaState) -> None:
+        if r.role != "follower" or r.inflight is None:
+            return
+        if r.fetch_deadline_ms <= ctx.now:
+            r.inflight = None
+            self._send_fetch(ctx, r)
+        else:
+            self._arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
+
+    def _arm(self, ctx: Context, r: ReplicaState, name: str, due_ms: int) -> None:
+        """One timer per purpose instead of one per request: a timer already armed for an
+        earlier time re-arms itself for what is still waiting when it fires."""
+        armed = r.armed.get(name)
+        if armed is not None and armed <= due_ms:
+            return
+        r.armed[name] = due_ms
+        ctx.set_timer(due_ms - ctx.now, name, r.tp)
 
     def _fail_pending(self, ctx: Context, r: ReplicaState, error: str) -> None:
         for p in r.delayed_produces:
@@ -346,7 +370,7 @@ class Broker:
         self._update_follower_fetch_state(ctx, r, req.replica_id, req.fetch_offset)
         if not records and req.max_wait_ms > 0:
             r.delayed_fetches.append(DelayedFetch(src, req, ctx.now + req.max_wait_ms))
-            ctx.set_timer(req.max_wait_ms, "fetch_wait", r.tp)
+            self._arm(ctx, r, "fetch_wait", ctx.now + req.max_wait_ms)
             return
         ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
 
@@ -372,6 +396,8 @@ class Broker:
         r.delayed_fetches = [f for f in r.delayed_fetches if f.deadline_ms > ctx.now]
         for f in due:
             self._answer_delayed_fetch(ctx, r, f)
+        if r.delayed_fetches:
+            self._arm(ctx, r, "fetch_wait", min(f.deadline_ms for f in r.delayed_fetches))
 
     def _answer_delayed_fetch(self, ctx: Context, r: ReplicaState, f: DelayedFetch) -> None:
         """DelayedFetch.onComplete reads again (readFromPurgatory) without updating the
@@ -538,7 +564,8 @@ class Broker:
         ctx.send(r.leader, req)
         if self.auto_fetch:
             # The fetcher's request timeout: a lost request or response does not stall it forever.
-            ctx.set_timer(self.config.request_timeout_ms, "fetch_timeout", (r.tp, self.correlation))
+            r.fetch_deadline_ms = ctx.now + self.config.request_timeout_ms
+            self._arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
 
     def _accept_response(self, r: ReplicaState, correlation_id: int) -> bool:
         if r.role != "follower" or r.inflight != correlation_id:

@@ -31,6 +31,8 @@ class Producer:
         self.name = name
         self.correlation = 0
         self.inflight: dict[int, tuple[str, tuple[str, ...], int, int]] = {}
+        self.deadlines: dict[int, int] = {}  # correlation id -> timeout, in send order
+        self.armed_ms: int | None = None  # when the one request-timeout timer fires
 
     def start(self, ctx: Context) -> None:
         pass
@@ -40,13 +42,27 @@ class Producer:
             self._send(ctx, msg)
         elif isinstance(msg, m.ProduceResponse):
             pending = self.inflight.pop(msg.correlation_id, None)
+            self.deadlines.pop(msg.correlation_id, None)
             if pending is not None:
                 self._outcome(ctx, pending, msg.error, msg.base_offset)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        pending = self.inflight.pop(data, None)
-        if pending is not None:  # no response within request.timeout.ms
-            self._outcome(ctx, pending, m.REQUEST_TIMED_OUT, -1)
+        """Requests without a response within request.timeout.ms time out, oldest first."""
+        if self.armed_ms == ctx.now:
+            self.armed_ms = None
+        for cid, deadline in list(self.deadlines.items()):
+            if deadline > ctx.now:
+                self._arm(ctx, deadline)
+                break
+            del self.deadlines[cid]
+            self._outcome(ctx, self.inflight.pop(cid), m.REQUEST_TIMED_OUT, -1)
+
+    def _arm(self, ctx: Context, deadline: int) -> None:
+        # One timer for every request in flight: they share request.timeout.ms, so the oldest
+        # times out first and the timer re-arms for the next.
+        if self.armed_ms is None or deadline < self.armed_ms:
+            self.armed_ms = deadline
+            ctx.set_timer(deadline - ctx.now, "request_timeout")
 
     def _send(self, ctx: Context, cmd: Send) -> None:
         self.correlation += 1
@@ -61,7 +77,9 @@ class Producer:
             self._outcome(ctx, (cmd.tp, cmd.values, 0, cmd.leader), "UNKNOWN", -1)
             return
         self.inflight[cid] = (cmd.tp, cmd.values, cmd.acks, cmd.leader)
-        ctx.set_timer(cmd.timeout_ms + 1, "request_timeout", cid)
+        # One ms after the broker's own timeout, so a broker that is still there answers first.
+        self.deadlines[cid] = ctx.now + cmd.timeout_ms + 1
+        self._arm(ctx, self.deadlines[cid])
 
     def _outcome(self, ctx: Context, pending: tuple, error: str, base_offset: int) -> None:
         tp, values, acks, leader = pending
