@@ -3,6 +3,9 @@
     kafkalab scenario list
     kafkalab scenario show NAME
     kafkalab scenario run FILE_OR_NAME [--json] [--set key=value ...] [--variant NAME]
+                                       [--trace FILE]
+    kafkalab simulate [--seed N] [--brokers N] [--duration-ms MS] [--set key=value ...]
+                      [--no-faults] [--json] [--trace FILE]
 
 Exit codes: 0 when every expectation holds, 1 when one does not (with a readable diff), 2 for a
 malformed file, a bad setting or an impossible step (one line, no traceback).
@@ -12,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -50,17 +56,35 @@ def _parser() -> argparse.ArgumentParser:
         help="override one config key (repeatable)",
     )
     run.add_argument("--variant", help="run one of the scenario's named variants")
+    run.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines to FILE")
+    sim = sub.add_parser("simulate", help="one timed run: steady writes under random faults")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--brokers", type=int, default=3)
+    sim.add_argument("--duration-ms", type=int, default=60000)
+    sim.add_argument("--settle-ms", type=int, default=60000)
+    sim.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable)",
+    )
+    sim.add_argument("--no-faults", action="store_true", help="run without faults")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+    sim.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines to FILE")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "simulate":
+            return _simulate(args)
         if args.action == "list":
             return _list()
         if args.action == "show":
             return _show(args.name)
-        return _run(args.scenario, args.set, args.json, args.variant)
+        return _run(args.scenario, args.set, args.json, args.variant, args.trace)
     except KafkalabError as err:
         print(f"kafkalab: error: {err}", file=sys.stderr)
         return 2
@@ -100,7 +124,9 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def _run(target: str, sets: list[str], as_json: bool, variant_name: str | None) -> int:
+def _run(
+    target: str, sets: list[str], as_json: bool, variant_name: str | None, trace: str | None
+) -> int:
     from kafkalab import scenarios
     from kafkalab.config import normalize_key
 
@@ -119,11 +145,84 @@ def _run(target: str, sets: list[str], as_json: bool, variant_name: str | None) 
             )
         variant = matches[0]
     result = scenarios.run(scenario, overrides, variant)
+    if trace:
+        _write_trace(result.cluster.trace, trace)
     if as_json:
         print(json.dumps(_json_state(result), sort_keys=True))
     else:
         _print_human(result)
     return 0 if result.ok else 1
+
+
+def _write_trace(trace: Any, path: str) -> None:
+    """Write the trace next to ``path`` first and rename it into place, so a failure never
+    leaves half a file behind."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise ScenarioError(f"--trace {path!r}: the folder {str(target.parent)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(trace.to_jsonl())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from kafkalab.config import make_config
+    from kafkalab.sim.timed import simulate
+
+    if args.duration_ms < 1 or args.settle_ms < 0:
+        raise ScenarioError(
+            f"--duration-ms {args.duration_ms} / --settle-ms {args.settle_ms} are not allowed: "
+            "use a duration >= 1 ms and a settle time >= 0 ms"
+        )
+    config = make_config(_overrides(args.set))
+    result, cluster = simulate(
+        config,
+        seed=args.seed,
+        brokers=args.brokers,
+        duration_ms=args.duration_ms,
+        settle_ms=args.settle_ms,
+        faults=[] if args.no_faults else None,
+        trace_messages=bool(args.trace),
+        keep_cluster=True,
+    )
+    if args.trace:
+        _write_trace(cluster.trace, args.trace)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    **result.as_dict(),
+                    "schedule": [vars(f) for f in result.schedule],
+                    "safe": result.safe,
+                },
+                sort_keys=True,
+                default=list,
+            )
+        )
+        return 0
+    print(
+        f"timed run: seed {result.seed}, {result.brokers} brokers, "
+        f"{result.duration_ms} ms of writes + {result.settle_ms} ms to settle, "
+        f"{result.faults} fault actions, {result.events} trace events"
+    )
+    print(
+        f"produced {result.produced}, acknowledged {result.acked}, "
+        f"lost after acknowledgement {len(result.lost_acked)}"
+    )
+    print(
+        f"divergent logs: {'yes' if result.divergent else 'no'}, HW regressions: "
+        f"{result.hw_regressions}, unclean elections: {result.unclean_elections}, "
+        f"ISR shrinks/expands: {result.isr_shrinks}/{result.isr_expands}"
+    )
+    if result.errors:
+        print("client errors: " + ", ".join(f"{k} x{v}" for k, v in sorted(result.errors.items())))
+    print("safe" if result.safe else "UNSAFE: " + result.replay_hint())
+    return 0
 
 
 def _json_state(result: Any) -> dict[str, Any]:

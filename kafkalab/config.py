@@ -131,7 +131,7 @@ def make_config(settings: Mapping[str, Any] | None = None, **overrides: Any) -> 
     preset = merged.get("preset")
     base: dict[str, Any] = {}
     if preset is not None:
-        preset = str(preset)
+        preset = _coerce("preset", preset)
         if preset not in PRESETS:
             allowed = ", ".join(PRESETS)
             raise ConfigError(f"unknown preset {preset!r}: allowed presets are {allowed}")
@@ -150,6 +150,8 @@ def _coerce(name: str, value: Any) -> Any:
             raise ConfigError(f"acks={value!r} is not allowed: use 0, 1 or all (-1)")
         return "all" if text == "-1" else text
     if name == "preset":
+        if isinstance(value, float):  # an unquoted 0.10 in YAML reads as the number 0.1
+            value = next((p for p in PRESETS if float(p) == value), value)
         return None if value is None else str(value)
     if "bool" in str(kind):
         if isinstance(value, str) and value.lower() in ("true", "false"):

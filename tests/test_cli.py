@@ -314,3 +314,59 @@ def test_the_installed_command_reports_a_malformed_file_without_a_traceback(tmp_
     assert done.returncode == 2
     assert "malformed YAML" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# ---- kafkalab simulate and --trace ---------------------------------------------------------
+
+
+def test_simulate_prints_a_summary_and_replays_deterministically(capsys) -> None:
+    args = ["simulate", "--seed", "3", "--duration-ms", "5000", "--settle-ms", "2000", "--json"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out) == first
+    assert first["seed"] == 3 and first["brokers"] == 3 and first["safe"] is True
+    assert first["produced"] > 0 and first["faults"] == len(first["schedule"])
+
+
+def test_simulate_flags_an_unsafe_run_with_its_replay(capsys) -> None:
+    args = [
+        "simulate",
+        "--seed",
+        "7",
+        "--duration-ms",
+        "40000",
+        "--settle-ms",
+        "40000",
+        "--set",
+        "preset=0.10",
+        "--set",
+        "acks=1",
+    ]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "UNSAFE: replay: " in out and "'preset': '0.10'" in out
+
+
+def test_simulate_rejects_bad_settings_with_exit_2(capsys) -> None:
+    assert main(["simulate", "--set", "acks=2"]) == 2
+    assert "acks=2 is not allowed" in capsys.readouterr().err
+    assert main(["simulate", "--duration-ms", "0"]) == 2
+    assert "--duration-ms 0" in capsys.readouterr().err
+
+
+def test_trace_is_written_whole_as_json_lines(tmp_path, capsys) -> None:
+    path = tmp_path / "kip101.jsonl"
+    assert main(["scenario", "run", "kip101-loss", "--trace", str(path)]) == 0
+    lines = path.read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    assert any(e["kind"] == "truncate" and e["reason"] == "offset_out_of_range" for e in events)
+    assert list(tmp_path.iterdir()) == [path], "no temporary file is left behind"
+
+
+def test_trace_into_a_missing_folder_is_a_clear_error(tmp_path, capsys) -> None:
+    missing = tmp_path / "nope" / "t.jsonl"
+    assert main(["scenario", "run", "kip101-loss", "--trace", str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not missing.parent.exists()

@@ -240,3 +240,9 @@ def test_min_insync_replicas_equal_to_the_replication_factor_is_fine():
 def test_a_replication_factor_above_the_broker_count_is_an_error():
     with pytest.raises(ConfigError, match=r"replication\.factor=4 .* with 3 brokers"):
         Cluster(brokers=3, config={"replication.factor": 4})
+
+
+def test_an_unquoted_yaml_preset_reads_as_its_release() -> None:
+    # "preset: 0.10" without quotes is the number 0.1 to YAML; it still means Kafka 0.10.
+    assert make_config({"preset": 0.10}).preset == "0.10"
+    assert make_config({"preset": 2.0}).preset == "2.0"
