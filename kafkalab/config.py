@@ -18,6 +18,7 @@ from kafkalab.errors import ConfigError, did_you_mean
 __all__ = ["PRESETS", "Config", "make_config", "normalize_key"]
 
 ACKS_ALLOWED = ("0", "1", "all", "-1")
+CONTROLLER_MODES = ("dedicated", "zk")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,13 @@ class Config:
     )
     kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
+    controlled_shutdown_enable: bool = True
+    # Where the controller runs: "dedicated", a node beside ZooKeeper that never fails (lessons
+    # about replication alone), or "zk", a broker elected through ZooKeeper's /controller.
+    controller_mode: str = "dedicated"
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
     hw_freeze_under_min_isr: bool = True  # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR
 
@@ -149,6 +157,11 @@ def _coerce(name: str, value: Any) -> Any:
         if text not in ACKS_ALLOWED:
             raise ConfigError(f"acks={value!r} is not allowed: use 0, 1 or all (-1)")
         return "all" if text == "-1" else text
+    if name == "controller_mode":
+        if value not in CONTROLLER_MODES:
+            allowed = ", ".join(CONTROLLER_MODES)
+            raise ConfigError(f"controller_mode={value!r} is not allowed: use one of {allowed}")
+        return value
     if name == "preset":
         if isinstance(value, float):  # an unquoted 0.10 in YAML reads as the number 0.1
             value = next((p for p in PRESETS if float(p) == value), value)
@@ -176,10 +189,16 @@ def _validate(c: Config) -> None:
         "replica_fetch_backoff_ms",
         "replica_high_watermark_checkpoint_interval_ms",
         "zookeeper_session_timeout_ms",
+        "leader_imbalance_check_interval_ms",
     ):
         value = getattr(c, name)
         if value < 1:
             raise ConfigError(f"{name.replace('_', '.')}={value} is not allowed: use a time > 0 ms")
+    if not 0 <= c.leader_imbalance_per_broker_percentage <= 100:
+        raise ConfigError(
+            f"leader.imbalance.per.broker.percentage={c.leader_imbalance_per_broker_percentage} "
+            "is not allowed: use 0..100"
+        )
     if c.min_insync_replicas < 1:
         raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")
     if c.replication_factor is not None:

@@ -49,12 +49,12 @@ def zookeeper(timeout_ms: int = 6000) -> ZooKeeper:
 def test_registration_creates_a_session_and_notifies_the_controller():
     zk = zookeeper()
     ctx = deliver(zk, m.ZkRegister(1), src=1)
-    assert sent(ctx, m.ZkRegistered, 1) == [m.ZkRegistered(1)]
+    assert sent(ctx, m.ZkRegistered, 1) == [m.ZkRegistered(1, "controller", 0)]
     assert sent(ctx, m.BrokerChange, "controller") == [m.BrokerChange(((1, 1),))]
     assert ctx.timers == [(6000, "expire", (1, 1))]
 
     ctx = deliver(zk, m.ZkRegister(2), src=2, now=5)
-    assert sent(ctx, m.ZkRegistered, 2) == [m.ZkRegistered(2)]  # a new zxid
+    assert sent(ctx, m.ZkRegistered, 2) == [m.ZkRegistered(2, "controller", 0)]  # a new zxid
     assert sent(ctx, m.BrokerChange) == [m.BrokerChange(((1, 1), (2, 2)))]
 
 
@@ -159,7 +159,7 @@ def test_startup_tells_started_brokers_their_partition_state():
     ctx = broker_change(c, {1: 1, 2: 2})
     assert sent_to(ctx, m.LeaderAndIsr) == [1, 2]
     assert sent(ctx, m.LeaderAndIsr, 1)[0] == m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3))
-    assert sent(ctx, m.UpdateMetadata, 2) == [m.UpdateMetadata(1, (1, 2))]
+    assert sent(ctx, m.UpdateMetadata, 2) == [m.UpdateMetadata(1, (1, 2), "controller")]
 
 
 def test_election_picks_the_first_live_isr_replica_in_assignment_order():

@@ -92,7 +92,7 @@ class InvariantMonitor:
     def __init__(self, cluster: Cluster, *, raise_on_violation: bool) -> None:
         self.cluster = cluster
         self.raise_on_violation = raise_on_violation
-        self.acked: dict[str, int] = {}  # value -> offset
+        self.acked: dict[str, tuple[str, int]] = {}  # value -> (partition, offset)
         self.errors: dict[str, str] = {}
         self.leaders: dict[int, int] = {}  # leader epoch -> broker
         self.two_leaders: list[dict[str, Any]] = []
@@ -127,7 +127,7 @@ class InvariantMonitor:
         error = data["error"]
         for i, value in enumerate(data["values"]):
             if error == "NONE":
-                self.acked[value] = data["base_offset"] + i
+                self.acked[value] = (data["tp"], data["base_offset"] + i)
                 self.errors.pop(value, None)
             elif error != "UNKNOWN":
                 self.errors[value] = error
@@ -167,60 +167,68 @@ def first_violation(cluster: Cluster, monitor: InvariantMonitor) -> tuple[str, s
         )
     lost = _lost_acked(cluster, monitor.acked)
     if lost:
-        return "no_acked_loss", f"acknowledged {lost} missing from leader {cluster.leader}'s log"
+        return "no_acked_loss", f"acknowledged {lost} missing from their leader's log"
     divergence = _divergence(cluster, below_hw=True)
     if divergence:
         d = divergence[0]
-        return "logs_agree_below_hw", f"offset {d['offset']} below the HW holds {d['records']}"
+        return "logs_agree_below_hw", (
+            f"{d['partition']} offset {d['offset']} below the HW holds {d['records']}"
+        )
     return None
 
 
-def _logs(cluster: Cluster) -> dict[int, Any]:
+def _logs(cluster: Cluster, tp: str) -> dict[int, Any]:
     out = {}
     for b in cluster.running():
-        r = cluster.sim.actors[b].partitions.get(cluster.tp)
+        r = cluster.sim.actors[b].partitions.get(tp)
         if r is not None:
             out[b] = r.log
     return out
 
 
-def _lost_acked(cluster: Cluster, acked: dict[str, int]) -> list[str]:
-    """Acknowledged values absent from the leader's log; with no running leader, absent from
-    every replica (running or on disk)."""
+def _lost_acked(cluster: Cluster, acked: dict[str, tuple[str, int]]) -> list[str]:
+    """Acknowledged values absent from their partition leader's log; with no running leader,
+    absent from every replica of the partition (running or on disk)."""
     if not acked:
         return []
-    leader = cluster.leader
-    logs = _logs(cluster)
-    if leader is not None and leader in logs:
-        present = {rec.value for rec in logs[leader].records}
-    else:
-        present = {v for view in cluster.replicas_view().values() for v in view.values}
-    return [v for v in acked if v not in present]
+    states = cluster.partition_states()
+    present: dict[str, set[str]] = {}
+    for tp in {tp for tp, _ in acked.values()}:
+        leader = states[tp].leader
+        logs = _logs(cluster, tp)
+        if leader is not None and leader in logs:
+            present[tp] = {rec.value for rec in logs[leader].records}
+        else:
+            views = cluster.replicas_view(tp).values()
+            present[tp] = {v for view in views for v in view.values}
+    return [v for v, (tp, _) in acked.items() if v not in present[tp]]
 
 
 def _divergence(cluster: Cluster, *, below_hw: bool) -> list[dict[str, Any]]:
-    """For each pair of running replicas, the first offset where both hold a record and the
-    records differ (value or leader epoch)."""
-    logs = _logs(cluster)
+    """For each partition and pair of its running replicas, the first offset where both hold a
+    record and the records differ (value or leader epoch)."""
     found = []
-    brokers = sorted(logs)
-    for i, a in enumerate(brokers):
-        for b in brokers[i + 1 :]:
-            la, lb = logs[a], logs[b]
-            limit = min(la.hw, lb.hw) if below_hw else min(la.leo, lb.leo)
-            for off in range(limit):
-                ra, rb = la.records[off], lb.records[off]
-                if ra.value != rb.value or ra.leader_epoch != rb.leader_epoch:
-                    found.append(
-                        {
-                            "offset": off,
-                            "records": {
-                                a: f"{ra.value} (epoch {ra.leader_epoch})",
-                                b: f"{rb.value} (epoch {rb.leader_epoch})",
-                            },
-                        }
-                    )
-                    break
+    for tp in cluster.partitions():
+        logs = _logs(cluster, tp)
+        brokers = sorted(logs)
+        for i, a in enumerate(brokers):
+            for b in brokers[i + 1 :]:
+                la, lb = logs[a], logs[b]
+                limit = min(la.hw, lb.hw) if below_hw else min(la.leo, lb.leo)
+                for off in range(limit):
+                    ra, rb = la.records[off], lb.records[off]
+                    if ra.value != rb.value or ra.leader_epoch != rb.leader_epoch:
+                        found.append(
+                            {
+                                "partition": tp,
+                                "offset": off,
+                                "records": {
+                                    a: f"{ra.value} (epoch {ra.leader_epoch})",
+                                    b: f"{rb.value} (epoch {rb.leader_epoch})",
+                                },
+                            }
+                        )
+                        break
     return found
 
 

@@ -13,7 +13,7 @@ __all__ = ["Context"]
 
 
 class Context:
-    __slots__ = ("now", "node", "sends", "timers", "events", "halt")
+    __slots__ = ("now", "node", "sends", "timers", "events", "halt", "clean_stop")
 
     def __init__(self, now: int, node: int | str) -> None:
         self.now = now
@@ -22,6 +22,7 @@ class Context:
         self.timers: list[tuple[int, str, Any]] = []
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.halt: str | None = None
+        self.clean_stop = False
 
     def send(self, dst: int | str, msg: Any) -> None:
         """Send ``msg`` to the actor at address ``dst`` over the network."""
@@ -35,6 +36,8 @@ class Context:
         """Record a state change in the trace."""
         self.events.append((kind, data))
 
-    def stop_process(self, reason: str) -> None:
-        """The broker halts itself (Kafka calls Exit.halt): the simulation crashes it."""
+    def stop_process(self, reason: str, *, clean: bool = False) -> None:
+        """The broker stops itself: a halt (Kafka calls Exit.halt), or the end of a clean
+        shutdown (``clean``: its logs are flushed)."""
         self.halt = reason
+        self.clean_stop = clean

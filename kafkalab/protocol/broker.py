@@ -12,9 +12,11 @@ from typing import Any
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
+from kafkalab.protocol.controller import Controller
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
+from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER
 
-__all__ = ["Broker", "FetchNow", "ReplicaState"]
+__all__ = ["Broker", "FetchNow", "ReplicaState", "Stop"]
 
 # Timers that fire at the earliest waiting deadline, and the method that handles them.
 _DEADLINE_TIMERS = {
@@ -23,10 +25,14 @@ _DEADLINE_TIMERS = {
     "fetch_timeout": "_fetch_timed_out",
 }
 
-CONTROLLER = "controller"
 ZOOKEEPER = "zk"
 UNKNOWN_LEO = -1
 NEVER_MS = -(2**62)  # "never caught up": Kafka uses 0 on a wall clock; simulated time starts at 0
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """A local command: stop cleanly (controlled shutdown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,13 @@ class Broker:
         self.session: int | None = None
         self.live_brokers: frozenset[int] = frozenset()
         self.correlation = 0
+        # Where AlterIsr goes: the dedicated controller, or the broker ZooKeeper says won.
+        self.controller_address: Any = (
+            DEDICATED_CONTROLLER if config.controller_mode == "dedicated" else None
+        )
+        self.controller_epoch = 0  # the highest controller epoch seen
+        self.controller: Controller | None = None  # set while this broker is the controller
+        self.stopping = False
         self._handlers = {
             m.ProduceRequest: self._on_produce,
             m.FetchRequest: self._on_fetch,
@@ -115,7 +128,11 @@ class Broker:
             m.AlterIsrResponse: self._on_alter_isr_response,
             m.ZkSessionExpired: self._on_session_expired,
             m.ZkRegistered: self._on_registered,
+            m.ZkControllerChange: self._on_controller_change,
+            m.ZkElected: self._on_elected,
+            m.ControlledShutdownResponse: self._on_controlled_shutdown_response,
             FetchNow: self._on_fetch_now,
+            Stop: self._on_stop,
         }
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -131,10 +148,21 @@ class Broker:
         return {tp: r.log.disk(lose_unflushed) for tp, r in self.partitions.items()}
 
     def handle(self, ctx: Context, src: int | str, msg: Any) -> None:
-        self._handlers[type(msg)](ctx, src, msg)
+        handler = self._handlers.get(type(msg))
+        if handler is not None:
+            handler(ctx, src, msg)
+        elif self.controller is not None:
+            self.controller.handle(ctx, src, msg)  # a request for the controller this broker runs
+        elif isinstance(msg, m.AlterIsr):
+            ctx.send(src, m.AlterIsrResponse(msg.tp, m.NOT_CONTROLLER, -1, -1, ()))
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        if name == "zk_heartbeat":
+        if name.startswith("controller:"):
+            if self.controller is not None:
+                self.controller.on_timer(ctx, name, data)
+        elif name == "stop_timeout":
+            self._stop_now(ctx, "controlled shutdown got no answer")
+        elif name == "zk_heartbeat":
             if self.session is not None:
                 ctx.send(ZOOKEEPER, m.ZkHeartbeat(self.id, self.session))
             ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
@@ -176,14 +204,73 @@ class Broker:
 
     def _on_registered(self, ctx: Context, src: Any, msg: m.ZkRegistered) -> None:
         self.session = msg.session
+        self.controller_address = msg.controller
+        if msg.controller != self.id and self.controller is not None:
+            self._resign(ctx, msg.controller_epoch)  # it lost /controller with its old session
+        if self.config.controller_mode == "zk" and msg.controller is None:
+            ctx.send(ZOOKEEPER, m.ZkElect(self.id, msg.session))  # KafkaController.startup
+
+    def _on_controller_change(self, ctx: Context, src: Any, msg: m.ZkControllerChange) -> None:
+        """The watch on /controller: race for it when it is gone, else note who holds it."""
+        self.controller_address = msg.controller
+        if msg.controller is None and self.session is not None and not self.stopping:
+            ctx.send(ZOOKEEPER, m.ZkElect(self.id, self.session))
+        elif msg.controller != self.id and self.controller is not None:
+            self._resign(ctx, msg.controller_epoch)
+
+    def _on_elected(self, ctx: Context, src: Any, msg: m.ZkElected) -> None:
+        """This broker created /controller: it becomes the controller (onControllerFailover)."""
+        self.controller_address = self.id
+        self.controller = Controller(
+            self.config,
+            dict(msg.partitions),
+            msg.controller_epoch,
+            write_through=True,
+            live=dict(msg.live),
+            address=self.id,
+        )
+        self.controller.on_failover(ctx)
+
+    def _resign(self, ctx: Context, current_epoch: int) -> None:
+        if self.controller is not None and self.controller.active:
+            self.controller.active = False
+            ctx.emit(
+                "controller_resigned",
+                controller=self.id,
+                controller_epoch=self.controller.controller_epoch,
+                current_epoch=current_epoch,
+            )
+
+    def _is_stale_controller(self, ctx: Context, kind: str, controller_epoch: int) -> bool:
+        """Brokers remember the highest controller epoch they have seen and reject requests
+        from an older one (STALE_CONTROLLER_EPOCH): a zombie controller changes nothing."""
+        if controller_epoch < self.controller_epoch:
+            ctx.emit(
+                "stale_controller_request",
+                broker=self.id,
+                request=kind,
+                controller_epoch=controller_epoch,
+                current_epoch=self.controller_epoch,
+            )
+            return True
+        self.controller_epoch = controller_epoch
+        return False
 
     def _on_update_metadata(self, ctx: Context, src: Any, msg: m.UpdateMetadata) -> None:
+        if self._is_stale_controller(ctx, "UpdateMetadata", msg.controller_epoch):
+            return
         self.live_brokers = frozenset(msg.live_brokers)
+        if msg.controller is not None:
+            self.controller_address = msg.controller
 
     def _on_leader_and_isr(self, ctx: Context, src: Any, msg: m.LeaderAndIsr) -> None:
-        """ReplicaManager.becomeLeaderOrFollower: requests with an older leader epoch than the
-        replica already has are ignored."""
-        r = self.partitions[msg.tp]
+        """ReplicaManager.becomeLeaderOrFollower: requests from an older controller epoch, or
+        with an older leader epoch than the replica already has, are ignored."""
+        if self._is_stale_controller(ctx, "LeaderAndIsr", msg.controller_epoch):
+            return
+        r = self.partitions.get(msg.tp)
+        if r is None:
+            return
         if msg.leader_epoch < r.leader_epoch:
             ctx.emit("stale_leader_and_isr", broker=self.id, leader_epoch=msg.leader_epoch)
             return
@@ -261,6 +348,40 @@ class Broker:
         r.isr = msg.isr
         r.partition_epoch = msg.partition_epoch
         r.replicas = msg.replicas
+
+    # ---- controlled shutdown -------------------------------------------------------------------
+
+    def _on_stop(self, ctx: Context, src: Any, cmd: Stop) -> None:
+        """KafkaServer.controlledShutdown: ask the controller to move leaderships away first,
+        then stop. Without an answer (or with controlled.shutdown.enable off) it stops anyway."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if not self.config.controlled_shutdown_enable or self.session is None:
+            self._stop_now(ctx, "stopped without controlled shutdown")
+            return
+        target = self.controller_address
+        request = m.ControlledShutdownRequest(self.id, self.session)
+        if target == self.id and self.controller is not None:
+            self.controller.handle(ctx, self.id, request)
+        else:
+            ctx.send(target, request)
+        ctx.set_timer(self.config.request_timeout_ms, "stop_timeout")
+
+    def _on_controlled_shutdown_response(
+        self, ctx: Context, src: Any, msg: m.ControlledShutdownResponse
+    ) -> None:
+        if self.stopping:
+            self._stop_now(ctx, "controlled shutdown done")
+
+    def _stop_now(self, ctx: Context, why: str) -> None:
+        """A clean stop flushes every log and closes the ZooKeeper session, so the controller
+        learns at once instead of after the session timeout."""
+        for r in self.partitions.values():
+            r.log.flush()
+        if self.session is not None:
+            ctx.send(ZOOKEEPER, m.ZkClose(self.id, self.session))
+        ctx.stop_process(why, clean=True)
 
     # ---- produce (leader) ------------------------------------------------------------------
 
@@ -503,7 +624,10 @@ class Broker:
         r.alter_isr_pending = True
         r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
         ctx.emit("alter_isr", broker=self.id, tp=r.tp, isr=list(isr), reason=why)
-        ctx.send(CONTROLLER, m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr))
+        ctx.send(
+            self.controller_address,
+            m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr),
+        )
         ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
 
     def _on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:

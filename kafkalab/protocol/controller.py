@@ -1,9 +1,14 @@
-"""ZooKeeper (broker sessions) and the controller (partition state, leader election).
+"""The controller (KafkaController, ZooKeeper era): broker liveness, leader election, ISR
+changes, controlled shutdown and preferred leaders.
 
-The ZooKeeper-era model of the seeds: brokers hold ephemeral registrations kept alive by
-heartbeats; a broker is seen as failed when its session expires; the controller elects leaders
-and pushes LeaderAndIsr. The controller runs at its own address so that a later controller
-election can move it onto a broker.
+The same :class:`Controller` runs in two places:
+
+- a dedicated node ("controller", beside ZooKeeper, never failing), for lessons about
+  replication alone; its decisions take effect at once;
+- inside the broker that won the /controller race. Then every decision is first written to
+  ZooKeeper with the controller epoch and only sent to brokers once ZooKeeper accepted it, so a
+  controller that was replaced while paused (a zombie) is fenced: its writes fail and it resigns,
+  and brokers ignore requests carrying an older controller epoch.
 """
 
 from __future__ import annotations
@@ -14,58 +19,11 @@ from typing import Any
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
+from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZooKeeper
 
-__all__ = ["Controller", "PartitionState", "ZooKeeper"]
+__all__ = ["Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
 
-CONTROLLER = "controller"
-
-
-class ZooKeeper:
-    """Broker sessions: created on registration, kept alive by heartbeats, expired after
-    zookeeper.session.timeout.ms without one. The controller watches /brokers/ids."""
-
-    def __init__(self, config: Config) -> None:
-        self.config = config
-        self.sessions: dict[int, tuple[int, int]] = {}  # broker -> (session id, last heard ms)
-        self.next_zxid = 0
-
-    def start(self, ctx: Context) -> None:
-        pass
-
-    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
-        if isinstance(msg, m.ZkRegister):
-            self._register(ctx, src, msg.broker)
-        elif isinstance(msg, m.ZkHeartbeat):
-            session = self.sessions.get(msg.broker)
-            if session is not None and session[0] == msg.session:
-                self.sessions[msg.broker] = (msg.session, ctx.now)
-            else:
-                ctx.send(src, m.ZkSessionExpired(msg.session))
-
-    def _register(self, ctx: Context, src: Any, broker: int) -> None:
-        self.next_zxid += 1
-        self.sessions[broker] = (self.next_zxid, ctx.now)
-        ctx.emit("zk_session", broker=broker, session=self.next_zxid)
-        ctx.send(src, m.ZkRegistered(self.next_zxid))
-        ctx.set_timer(self.config.zookeeper_session_timeout_ms, "expire", (broker, self.next_zxid))
-        self._notify(ctx)
-
-    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        broker, session = data
-        current = self.sessions.get(broker)
-        if current is None or current[0] != session:
-            return
-        due = current[1] + self.config.zookeeper_session_timeout_ms
-        if ctx.now >= due:
-            del self.sessions[broker]
-            ctx.emit("zk_session_expired", broker=broker, session=session)
-            self._notify(ctx)
-        else:
-            ctx.set_timer(due - ctx.now, "expire", data)
-
-    def _notify(self, ctx: Context) -> None:
-        live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
-        ctx.send(CONTROLLER, m.BrokerChange(live))
+AUTO_REBALANCE_TIMER = "controller:auto_leader_rebalance"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,29 +38,122 @@ class PartitionState:
 
 
 class Controller:
-    """The ZooKeeper-era controller (KafkaController)."""
+    """Controller logic. ``write_through``: decisions go through ZooKeeper before anything is
+    sent (the elected controller); otherwise they take effect at once (the dedicated one)."""
 
     def __init__(
-        self, config: Config, partitions: dict[str, PartitionState], controller_epoch: int = 1
+        self,
+        config: Config,
+        partitions: dict[str, PartitionState],
+        controller_epoch: int = 1,
+        *,
+        write_through: bool = False,
+        live: dict[int, int] | None = None,
+        address: Any = DEDICATED_CONTROLLER,
     ) -> None:
         self.config = config
         self.partitions = dict(partitions)
         self.controller_epoch = controller_epoch
-        self.live: dict[int, int] = {}  # broker -> broker epoch (czxid of its registration)
+        self.live: dict[int, int] = dict(live or {})  # broker -> broker epoch
+        self.write_through = write_through
+        self.address = address
+        self.active = True
+        self.shutting_down: set[int] = set()
+        self._changed: dict[str, PartitionState] = {}  # written by the event being handled
+        self._outbox: list[tuple[Any, Any]] = []
+        self._waiting: dict[int, list[tuple[Any, Any]]] = {}  # ZooKeeper write id -> sends
+        self._write_id = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self, ctx: Context) -> None:
-        pass
+        if self.config.auto_leader_rebalance_enable:
+            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, AUTO_REBALANCE_TIMER)
+
+    def on_failover(self, ctx: Context) -> None:
+        """KafkaController.onControllerFailover: tell every live broker the metadata and the
+        state of every partition, then elect leaders for partitions whose leader is gone."""
+        ctx.emit(
+            "controller_failover",
+            controller=self.address,
+            controller_epoch=self.controller_epoch,
+            live=sorted(self.live),
+        )
+        self.start(ctx)
+        self._update_metadata()
+        for tp, state in self.partitions.items():
+            new = state
+            if new.leader is None or new.leader not in self.live:
+                new = self._elect(new) or replace(new, leader=None)
+            if not self._commit(ctx, tp, state, new, "controller_failover"):
+                self._send_leader_and_isr(tp, new, [b for b in new.replicas if b in self.live])
+        self._flush(ctx)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        pass
+        if name == AUTO_REBALANCE_TIMER and self.active:
+            self._auto_rebalance(ctx)
+            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, AUTO_REBALANCE_TIMER)
+            self._flush(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if not self.active:
+            if isinstance(msg, m.AlterIsr):
+                state = self.partitions[msg.tp]
+                ctx.send(
+                    src,
+                    m.AlterIsrResponse(
+                        msg.tp,
+                        m.NOT_CONTROLLER,
+                        state.leader_epoch,
+                        state.partition_epoch,
+                        state.isr,
+                    ),
+                )
+            return
         if isinstance(msg, m.BrokerChange):
             self._on_broker_change(ctx, dict(msg.live))
         elif isinstance(msg, m.AlterIsr):
             self._on_alter_isr(ctx, src, msg)
+        elif isinstance(msg, m.ControlledShutdownRequest):
+            self._on_controlled_shutdown(ctx, src, msg)
+        elif isinstance(msg, m.ElectPreferredLeaders):
+            self._elect_preferred(ctx, msg.tp, "preferred_election")
+        elif isinstance(msg, m.ZkWriteResult):
+            self._on_write_result(ctx, msg)
+            return
+        self._flush(ctx)
 
-    # ---- broker liveness ----------------------------------------------------------------------
+    # ---- committing through ZooKeeper --------------------------------------------------------
+
+    def _flush(self, ctx: Context) -> None:
+        """Send what this event decided: at once, or after ZooKeeper accepted its writes."""
+        sends, self._outbox = self._outbox, []
+        changed, self._changed = self._changed, {}
+        if not self.write_through or not changed:
+            for dst, msg in sends:
+                ctx.send(dst, msg)
+            return
+        self._write_id += 1
+        self._waiting[self._write_id] = sends
+        ctx.send("zk", m.ZkWrite(self.controller_epoch, self._write_id, tuple(changed.items())))
+
+    def _on_write_result(self, ctx: Context, msg: m.ZkWriteResult) -> None:
+        sends = self._waiting.pop(msg.write_id, [])
+        if msg.ok:
+            for dst, out in sends:
+                ctx.send(dst, out)
+            return
+        # ControllerMovedException: another broker is controller now. Resign and send nothing.
+        self.active = False
+        self._waiting.clear()
+        ctx.emit(
+            "controller_resigned",
+            controller=self.address,
+            controller_epoch=self.controller_epoch,
+            current_epoch=msg.controller_epoch,
+        )
+
+    # ---- broker liveness ---------------------------------------------------------------------
 
     def _on_broker_change(self, ctx: Context, live: dict[int, int]) -> None:
         """KafkaController.BrokerChange.process. Since 2.2 (KIP-380) a broker whose epoch
@@ -118,6 +169,7 @@ class Controller:
         if dead:
             for b in dead:
                 self.live.pop(b, None)
+            self.shutting_down -= set(dead)
             self._on_broker_failure(ctx, sorted(dead))
         self.live = dict(live)
         restarted = started if self.config.broker_epoch else started + bounced
@@ -128,7 +180,7 @@ class Controller:
         """onReplicasBecomeOffline: first elect new leaders for partitions led by a dead broker,
         then remove the dead replicas from every ISR."""
         ctx.emit("broker_failure", brokers=dead)
-        self._update_metadata(ctx)
+        self._update_metadata()
         for tp, state in self.partitions.items():
             new = state
             if new.leader in dead:
@@ -141,27 +193,28 @@ class Controller:
         """onBrokerStartup: tell the new brokers their partitions' state, and try to bring
         offline partitions back."""
         ctx.emit("broker_startup", brokers=started)
-        self._update_metadata(ctx)
+        self._update_metadata()
         for tp, state in self.partitions.items():
             new = state
             if new.leader is None:
                 new = self._elect(new) or new
             changed = self._commit(ctx, tp, state, new, "broker_startup")
             if not changed:
-                for b in started:
-                    if b in new.replicas:
-                        self._send_leader_and_isr(ctx, tp, new, [b])
+                self._send_leader_and_isr(tp, new, [b for b in started if b in new.replicas])
 
-    def _elect(self, state: PartitionState) -> PartitionState | None:
+    def _elect(
+        self, state: PartitionState, exclude: frozenset[int] = frozenset()
+    ) -> PartitionState | None:
         """OfflinePartitionLeaderElectionStrategy: the first replica in assignment order that is
         alive and in the ISR, keeping the live ISR members; failing that, with unclean election
-        on, the first live replica with an ISR of itself; else None (offline)."""
+        on, the first live replica with an ISR of itself; else None (offline). Replicas in
+        ``exclude`` (shutting down) are never chosen and leave the ISR."""
         live = self.live
         for r in state.replicas:
-            if r in live and r in state.isr:
-                isr = tuple(i for i in state.isr if i in live)
+            if r in live and r in state.isr and r not in exclude:
+                isr = tuple(i for i in state.isr if i in live and i not in exclude)
                 return replace(state, leader=r, leader_epoch=state.leader_epoch + 1, isr=isr)
-        if self.config.unclean_leader_election_enable:
+        if self.config.unclean_leader_election_enable and not exclude:
             for r in state.replicas:
                 if r in live:
                     return replace(state, leader=r, leader_epoch=state.leader_epoch + 1, isr=(r,))
@@ -174,6 +227,7 @@ class Controller:
             return False
         new = replace(new, partition_epoch=old.partition_epoch + 1)
         self.partitions[tp] = new
+        self._changed[tp] = new
         ctx.emit(
             "partition_state",
             tp=tp,
@@ -183,13 +237,19 @@ class Controller:
             partition_epoch=new.partition_epoch,
             reason=reason,
             unclean=new.leader is not None and new.leader not in old.isr,
+            controller_epoch=self.controller_epoch,
         )
-        self._send_leader_and_isr(ctx, tp, new, [b for b in new.replicas if b in self.live])
+        self._send_leader_and_isr(tp, new, [b for b in new.replicas if b in self.live])
+        self._emit_metrics(ctx)
         return True
 
-    def _send_leader_and_isr(
-        self, ctx: Context, tp: str, state: PartitionState, brokers: list[int]
-    ) -> None:
+    def _emit_metrics(self, ctx: Context) -> None:
+        """OfflinePartitionsCount and UnderReplicatedPartitions, from the committed state."""
+        offline = sum(1 for s in self.partitions.values() if s.leader is None)
+        under = sum(1 for s in self.partitions.values() if len(s.isr) < len(s.replicas))
+        ctx.emit("metrics", offline_partitions=offline, under_replicated_partitions=under)
+
+    def _send_leader_and_isr(self, tp: str, state: PartitionState, brokers: list[int]) -> None:
         msg = m.LeaderAndIsr(
             tp,
             self.controller_epoch,
@@ -200,12 +260,12 @@ class Controller:
             state.replicas,
         )
         for b in brokers:
-            ctx.send(b, msg)
+            self._outbox.append((b, msg))
 
-    def _update_metadata(self, ctx: Context) -> None:
-        msg = m.UpdateMetadata(self.controller_epoch, tuple(sorted(self.live)))
+    def _update_metadata(self) -> None:
+        msg = m.UpdateMetadata(self.controller_epoch, tuple(sorted(self.live)), self.address)
         for b in sorted(self.live):
-            ctx.send(b, msg)
+            self._outbox.append((b, msg))
 
     # ---- ISR changes from leaders -------------------------------------------------------------
 
@@ -222,6 +282,7 @@ class Controller:
             error = m.NONE
             new = replace(state, isr=req.isr, partition_epoch=state.partition_epoch + 1)
             self.partitions[req.tp] = new
+            self._changed[req.tp] = new
             ctx.emit(
                 "partition_state",
                 tp=req.tp,
@@ -231,12 +292,99 @@ class Controller:
                 partition_epoch=new.partition_epoch,
                 reason="expand" if len(req.isr) > len(state.isr) else "shrink",
                 unclean=False,
+                controller_epoch=self.controller_epoch,
             )
+            self._emit_metrics(ctx)
             state = new
-        ctx.send(
-            src,
-            m.AlterIsrResponse(req.tp, error, state.leader_epoch, state.partition_epoch, state.isr),
+        self._outbox.append(
+            (
+                src,
+                m.AlterIsrResponse(
+                    req.tp, error, state.leader_epoch, state.partition_epoch, state.isr
+                ),
+            )
         )
+
+    # ---- controlled shutdown and preferred leaders ------------------------------------------
+
+    def _on_controlled_shutdown(
+        self, ctx: Context, src: Any, req: m.ControlledShutdownRequest
+    ) -> None:
+        """KafkaController.doControlledShutdown: move every leadership of the broker to another
+        live ISR replica (ControlledShutdownLeaderElection) and take it out of every ISR, so its
+        partitions stay available when it stops."""
+        if req.broker not in self.live or self.live[req.broker] != req.broker_epoch:
+            self._outbox.append((src, m.ControlledShutdownResponse(m.STALE_CONTROLLER_EPOCH, ())))
+            return
+        self.shutting_down.add(req.broker)
+        ctx.emit("controlled_shutdown", broker=req.broker)
+        exclude = frozenset(self.shutting_down)
+        remaining = []
+        for tp, state in self.partitions.items():
+            if req.broker not in state.replicas:
+                continue
+            new = state
+            if state.leader == req.broker:
+                elected = self._elect(state, exclude)
+                if elected is None:
+                    remaining.append(tp)
+                    continue
+                new = elected
+            elif req.broker in state.isr and len(state.isr) > 1:
+                new = replace(
+                    state,
+                    isr=tuple(i for i in state.isr if i != req.broker),
+                    leader_epoch=state.leader_epoch + 1,
+                )
+            self._commit(ctx, tp, state, new, "controlled_shutdown")
+        self._outbox.append((src, m.ControlledShutdownResponse(m.NONE, tuple(remaining))))
+
+    def _elect_preferred(self, ctx: Context, only: str | None, reason: str) -> None:
+        """PreferredReplicaPartitionLeaderElection: the first assigned replica leads again when
+        it is alive and in the ISR."""
+        for tp, state in self.partitions.items():
+            if only is not None and tp != only:
+                continue
+            preferred = state.replicas[0]
+            if state.leader != preferred and preferred in self.live and preferred in state.isr:
+                new = replace(state, leader=preferred, leader_epoch=state.leader_epoch + 1)
+                self._commit(ctx, tp, state, new, reason)
+
+    def _auto_rebalance(self, ctx: Context) -> None:
+        """checkAndTriggerAutoLeaderRebalance: for each broker, the share of the partitions it
+        prefers that another broker leads; above leader.imbalance.per.broker.percentage, those
+        partitions move back to it."""
+        by_preferred: dict[int, list[str]] = {}
+        for tp, state in self.partitions.items():
+            by_preferred.setdefault(state.replicas[0], []).append(tp)
+        for broker, tps in sorted(by_preferred.items()):
+            if broker not in self.live:
+                continue
+            moved = [tp for tp in tps if self.partitions[tp].leader != broker]
+            ratio = len(moved) / len(tps)
+            if ratio * 100 > self.config.leader_imbalance_per_broker_percentage:
+                for tp in moved:
+                    self._elect_preferred(ctx, tp, "auto_leader_rebalance")
+
+
+class ControllerNode:
+    """The dedicated controller: a node of its own that never fails."""
+
+    def __init__(self, config: Config, partitions: dict[str, PartitionState]) -> None:
+        self.controller = Controller(config, partitions)
+
+    @property
+    def partitions(self) -> dict[str, PartitionState]:
+        return self.controller.partitions
+
+    def start(self, ctx: Context) -> None:
+        self.controller.start(ctx)
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        self.controller.handle(ctx, src, msg)
+
+    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
+        self.controller.on_timer(ctx, name, data)
 
 
 def _remove_from_isr(state: PartitionState, broker: int) -> PartitionState:

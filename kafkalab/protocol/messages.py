@@ -7,6 +7,7 @@ plain slots dataclasses rather than frozen ones, which cost three times as much 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kafkalab.protocol.log import Record
 
@@ -14,6 +15,9 @@ __all__ = [
     "AlterIsr",
     "AlterIsrResponse",
     "BrokerChange",
+    "ControlledShutdownRequest",
+    "ControlledShutdownResponse",
+    "ElectPreferredLeaders",
     "FetchRequest",
     "FetchResponse",
     "LeaderAndIsr",
@@ -22,10 +26,16 @@ __all__ = [
     "ProduceRequest",
     "ProduceResponse",
     "UpdateMetadata",
+    "ZkClose",
+    "ZkControllerChange",
+    "ZkElect",
+    "ZkElected",
     "ZkHeartbeat",
     "ZkRegister",
     "ZkRegistered",
     "ZkSessionExpired",
+    "ZkWrite",
+    "ZkWriteResult",
 ]
 
 # Kafka's error codes, by name.
@@ -39,6 +49,8 @@ FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
 UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE"
 INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
+NOT_CONTROLLER = "NOT_CONTROLLER"
+STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 
 
 @dataclass(slots=True)
@@ -111,6 +123,7 @@ class LeaderAndIsr:
 class UpdateMetadata:
     controller_epoch: int
     live_brokers: tuple[int, ...]
+    controller: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +157,80 @@ class ZkRegister:
 
 @dataclass(frozen=True, slots=True)
 class ZkRegistered:
-    """The broker's registration succeeded; its session id is its broker epoch."""
+    """The broker's registration succeeded; its session id is its broker epoch. It also reads
+    /controller (None when no broker holds it)."""
 
     session: int
+    controller: Any = None
+    controller_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ZkClose:
+    """A cleanly stopping broker closes its session: its znodes go at once."""
+
+    broker: int
+    session: int
+
+
+@dataclass(frozen=True, slots=True)
+class ZkElect:
+    """A broker tries to create the ephemeral /controller znode."""
+
+    broker: int
+    session: int
+
+
+@dataclass(frozen=True, slots=True)
+class ZkElected:
+    """The broker won: the new controller epoch, and what it reads from ZooKeeper."""
+
+    controller_epoch: int
+    live: tuple[tuple[int, int], ...]
+    partitions: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ZkControllerChange:
+    """The watch on /controller fires: who holds it now (None: it was deleted, race again)."""
+
+    controller: int | None
+    controller_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ZkWrite:
+    """The controller writes partition state znodes, checked against its controller epoch."""
+
+    controller_epoch: int
+    write_id: int
+    partitions: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ZkWriteResult:
+    write_id: int
+    ok: bool
+    controller_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownRequest:
+    broker: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownResponse:
+    error: str
+    remaining: tuple[str, ...]  # partitions still led by the broker
+
+
+@dataclass(frozen=True, slots=True)
+class ElectPreferredLeaders:
+    """An operator asks the controller to move leadership back to preferred replicas."""
+
+    tp: str | None = None  # None: every partition
 
 
 @dataclass(frozen=True, slots=True)

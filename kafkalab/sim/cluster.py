@@ -17,14 +17,15 @@ from kafkalab.check.invariants import InvariantMonitor, Report, build_report
 from kafkalab.config import Config, check_min_isr, make_config
 from kafkalab.errors import ActionError, ConfigError
 from kafkalab.protocol import messages as msgs
-from kafkalab.protocol.broker import Broker, FetchNow
-from kafkalab.protocol.controller import Controller, PartitionState, ZooKeeper
+from kafkalab.protocol.assignment import assign_replicas
+from kafkalab.protocol.broker import Broker, FetchNow, Stop
+from kafkalab.protocol.controller import ControllerNode, PartitionState, ZooKeeper
 from kafkalab.protocol.log import Disk, Log
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.sim.engine import Simulation
 from kafkalab.sim.trace import Trace
 
-__all__ = ["Cluster", "ReplicaView", "assign_replicas"]
+__all__ = ["Cluster", "ReplicaView"]
 
 MODES = ("stepped", "timed")
 MAX_BROKERS = 64
@@ -53,23 +54,6 @@ class ReplicaView:
         return [value for _, value, _ in self.records]
 
 
-def assign_replicas(
-    brokers: list[int], replication_factor: int, partition: int, rng: random.Random
-) -> list[int]:
-    """AdminUtils.assignReplicasToBrokers without racks: the first replica goes round-robin from
-    a random start broker, further replicas follow with a random, increasing shift."""
-    n = len(brokers)
-    start = rng.randrange(n)
-    shift = rng.randrange(n)
-    if partition > 0 and partition % n == 0:
-        shift += 1
-    first = (partition + start) % n
-    replicas = [brokers[first]]
-    for j in range(replication_factor - 1):
-        replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
-    return replicas
-
-
 class Cluster:
     """A simulated Kafka cluster holding one partition.
 
@@ -84,7 +68,9 @@ class Cluster:
         *,
         config: Config | Mapping[str, Any] | None = None,
         leader: int | None = None,
-        replicas: Iterable[int] | None = None,
+        replicas: Iterable[int] | Mapping[int, Iterable[int]] | None = None,
+        partitions: int = 1,
+        racks: Mapping[int, str] | None = None,
         seed: int = 0,
         mode: str = "stepped",
         latency_ms: tuple[int, int] = (1, 5),
@@ -104,9 +90,15 @@ class Cluster:
         self.mode = mode
         self.seed = seed
         self.broker_ids = list(range(1, brokers + 1))
-        self.tp = f"{topic}-0"
-        self.replicas = self._choose_replicas(leader, replicas)
-        check_min_isr(self.config, len(self.replicas))
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise ConfigError(f"partitions={partitions!r} is not allowed: use a whole number >= 1")
+        self.topic = topic
+        self.racks = dict(racks or {})
+        self.assignment = self._assign(partitions, leader, replicas)
+        self.tp = f"{topic}-0"  # the partition the single-partition API talks about
+        self.replicas = self.assignment[self.tp]
+        for tp_replicas in self.assignment.values():
+            check_min_isr(self.config, len(tp_replicas))
         lat = latency_ms if mode == "timed" else (0, 0)
         if lat[0] < 0 or lat[1] < lat[0]:
             raise ConfigError(
@@ -122,8 +114,42 @@ class Cluster:
 
     # ---- construction ----------------------------------------------------------------------
 
-    def _choose_replicas(self, leader: int | None, replicas: Iterable[int] | None) -> list[int]:
+    def _assign(self, partitions: int, leader: int | None, replicas: Any) -> dict[str, list[int]]:
+        """Partition 0 alone follows ``leader``/``replicas``; several partitions are placed as
+        Kafka's AdminUtils does (racks included), unless ``replicas`` maps each one."""
+        if isinstance(replicas, Mapping):
+            if sorted(replicas) != list(range(partitions)):
+                raise ConfigError(
+                    f"replicas={dict(replicas)!r} is not allowed: map every partition "
+                    f"0..{partitions - 1} to its brokers"
+                )
+            return {
+                f"{self.topic}-{p}": self._choose_replicas(None, r)
+                for p, r in sorted(replicas.items())
+            }
+        if partitions == 1:
+            return {f"{self.topic}-0": self._choose_replicas(leader, replicas)}
+        if leader is not None or replicas is not None:
+            raise ConfigError(
+                "leader and a replica list describe one partition: with partitions > 1 give "
+                "replicas as a mapping {partition: [brokers]}, or let Kafka's assignment choose"
+            )
+        rf = self._replication_factor()
+        rng = random.Random(f"{self.seed}:assignment")
+        placed = assign_replicas(self.broker_ids, partitions, rf, rng, racks=self.racks or None)
+        return {f"{self.topic}-{p}": r for p, r in sorted(placed.items())}
+
+    def _replication_factor(self) -> int:
         rf = self.config.replication_factor or len(self.broker_ids)
+        if rf > len(self.broker_ids):
+            raise ConfigError(
+                f"replication.factor={rf} is not allowed with {len(self.broker_ids)} brokers: "
+                f"use 1..{len(self.broker_ids)}"
+            )
+        return rf
+
+    def _choose_replicas(self, leader: int | None, replicas: Iterable[int] | None) -> list[int]:
+        rf = self._replication_factor()
         if rf > len(self.broker_ids):
             raise ConfigError(
                 f"replication.factor={rf} is not allowed with {len(self.broker_ids)} brokers: "
@@ -142,7 +168,7 @@ class Cluster:
             chosen = list(self.broker_ids)
         else:
             rng = random.Random(f"{self.seed}:assignment")
-            chosen = assign_replicas(self.broker_ids, rf, 0, rng)
+            chosen = assign_replicas(self.broker_ids, 1, rf, rng, racks=self.racks or None)[0]
         if leader is not None and leader not in chosen:
             raise ConfigError(
                 f"leader={leader} is not allowed: it must be one of the replicas {chosen}"
@@ -153,12 +179,17 @@ class Cluster:
         return chosen
 
     def _start(self) -> None:
-        state = PartitionState(tuple(self.replicas), self.replicas[0], 0, tuple(self.replicas))
-        self.sim.add("zk", ZooKeeper(self.config), "zk")
-        self.sim.add("controller", Controller(self.config, {self.tp: state}), "zk")
+        partitions = {
+            tp: PartitionState(tuple(r), r[0], 0, tuple(r)) for tp, r in self.assignment.items()
+        }
+        if self.config.controller_mode == "zk":
+            self.sim.add("zk", ZooKeeper(self.config, partitions, elected=True), "zk")
+        else:
+            self.sim.add("zk", ZooKeeper(self.config), "zk")
+            self.sim.add("controller", ControllerNode(self.config, partitions), "zk")
         self.sim.add("producer", Producer("producer"), CLIENT_HOST)
         for b in self.broker_ids:
-            self._start_broker(b, {self.tp: Disk()} if b in self.replicas else {})
+            self._start_broker(b, {tp: Disk() for tp, r in self.assignment.items() if b in r})
         self._settle()
 
     def _start_broker(self, b: int, disks: dict[str, Disk]) -> None:
@@ -198,17 +229,24 @@ class Cluster:
         count: int | None = None,
         acks: int | str | None = None,
         producer: str = "producer",
+        partition: int | str | None = None,
+        to: int | None = None,
     ) -> list[str]:
         """Send records to the partition's leader with ``acks`` (default: the config's).
 
         ``value`` sends one record; ``values`` a batch; ``count`` with ``value`` sends a batch of
-        ``value-1 .. value-count``. Returns the values sent."""
+        ``value-1 .. value-count``. ``to`` sends to that broker whatever the metadata says (a
+        client with stale metadata, still talking to a replaced leader). Returns the values
+        sent."""
+        tp = self._tp(partition)
         batch = self._batch(value, values, count)
         acks_value = self._acks(acks)
-        self._step("produce", values=batch, acks=acks_value)
+        if to is not None:
+            self._check_broker(to)
+        self._step("produce", values=batch, acks=acks_value, partition=tp)
         self._producer(producer)
-        leader = self.leader
-        cmd = Send(self.tp, tuple(batch), acks_value, leader, self.config.request_timeout_ms)
+        leader = self.partition_states()[tp].leader if to is None else to
+        cmd = Send(tp, tuple(batch), acks_value, leader, self.config.request_timeout_ms)
         self.sim.command(producer, cmd)
         self._settle()
         return batch
@@ -240,7 +278,14 @@ class Cluster:
         if name not in self.sim.actors:
             self.sim.add(name, Producer(name), CLIENT_HOST)
 
-    def fetch(self, follower: int, *, response: str = "ok", delay_ms: int = 1000) -> None:
+    def fetch(
+        self,
+        follower: int,
+        *,
+        response: str = "ok",
+        delay_ms: int = 1000,
+        partition: int | str | None = None,
+    ) -> None:
         """Follower ``follower`` does its next round trip with the leader: a Fetch, or an
         OffsetsForLeaderEpoch request when it must first find its truncation point.
         ``response`` is "ok", "lost" (the leader handles the request; the answer never arrives)
@@ -248,13 +293,16 @@ class Cluster:
         broker = self._running_broker(follower)
         if response not in ("ok", "lost", "delayed"):
             raise ActionError(f"response={response!r} is not allowed: use ok, lost or delayed")
-        r = broker.partitions.get(self.tp)
+        tp = self._tp(partition)
+        r = broker.partitions.get(tp)
         if r is None or r.role != "follower":
             what = "the leader" if r is not None and r.role == "leader" else "not a follower"
             raise ActionError(
-                f"broker {follower} is {what} of {self.tp}: only a follower fetches "
-                f"(followers now: {self.followers() or 'none'})"
+                f"broker {follower} is {what} of {tp}: only a follower fetches "
+                f"(followers now: {self.followers(tp) or 'none'})"
             )
+        if self._host_paused(follower):
+            raise ActionError(f"broker {follower} is paused: resume it before it can fetch")
         self._step("fetch", follower=follower, response=response)
         if response != "ok":
             self.sim.add_rule(
@@ -263,7 +311,7 @@ class Cluster:
                 (msgs.FetchResponse, msgs.OffsetsForLeaderEpochResponse),
                 None if response == "lost" else int(delay_ms),
             )
-        self.sim.command(follower, FetchNow(self.tp))
+        self.sim.command(follower, FetchNow(tp))
         self._settle()
 
     def crash(self, broker: int, *, lose_unflushed: bool = False) -> None:
@@ -274,17 +322,22 @@ class Cluster:
         self._crash(broker, lose_unflushed, None)
         self._settle()
 
-    def _crash(self, broker: int, lose_unflushed: bool, reason: str | None) -> None:
+    def _crash(
+        self, broker: int, lose_unflushed: bool, reason: str | None, clean: bool = False
+    ) -> None:
         actor = self.sim.remove(broker)
         self.disks[broker] = actor.disks(lose_unflushed)
+        if clean:
+            self.sim.record("stopped", broker, {"reason": reason})
+            return
         data: dict[str, Any] = {"lose_unflushed": lose_unflushed}
         if reason:
             data["halted"] = reason
         self.sim.record("crash", broker, data)
 
-    def _on_halt(self, broker: Any, reason: str) -> None:
+    def _on_halt(self, broker: Any, reason: str, clean: bool) -> None:
         if broker in self.sim.actors:
-            self._crash(broker, False, reason)
+            self._crash(broker, False, reason, clean)
 
     def restart(self, broker: int) -> None:
         """Start a stopped broker again from what its disk holds."""
@@ -307,6 +360,58 @@ class Cluster:
         for r in actor.partitions.values():
             r.log.flush()
         self.sim.record("flush", broker, {})
+        self._settle()
+
+    def stop(self, broker: int) -> None:
+        """Stop a broker cleanly: a controlled shutdown first moves its leaderships to other ISR
+        replicas and takes it out of every ISR, then it flushes and closes its session."""
+        self._running_broker(broker)
+        if self._host_paused(broker):
+            raise ActionError(f"broker {broker} is paused: resume it before a clean stop")
+        self._step("stop", broker=broker)
+        self.sim.command(broker, Stop())
+        self._settle()
+        if self.mode == "stepped" and broker in self.sim.actors:
+            # No controller answered (it is cut off, paused or gone): stop without it, as
+            # Kafka does after its retries.
+            self.sim.run_until(self.sim.now + self.config.request_timeout_ms)
+
+    def pause(self, node: Any) -> None:
+        """Stall a node (a long GC pause, a frozen VM): it handles nothing and sends nothing;
+        what reaches it waits. Its ZooKeeper session can expire meanwhile."""
+        host = self._node(node)
+        if host in self.sim.paused:
+            raise ActionError(f"{node!r} is already paused: resume it first")
+        if isinstance(host, int) and host not in self.sim.actors:
+            raise ActionError(f"broker {host} is not running: there is nothing to pause")
+        self._step("pause", node=node)
+        self.sim.pause(host)
+        self.sim.record("pause", "network", {"node": host})
+        self._settle()
+
+    def resume(self, node: Any) -> None:
+        """Let a paused node run again: it handles what waited, oldest first, with the state
+        it had (a zombie, if others moved on)."""
+        host = self._node(node)
+        if host not in self.sim.paused:
+            raise ActionError(f"{node!r} is not paused")
+        self._step("resume", node=node)
+        self.sim.record("resume", "network", {"node": host})
+        self.sim.resume(host)
+        self._settle()
+
+    def _host_paused(self, node: Any) -> bool:
+        return self.sim.hosts.get(node, node) in self.sim.paused
+
+    def elect_preferred(self, partition: str | None = None) -> None:
+        """Ask the controller to move leadership back to each partition's preferred replica
+        (the first assigned) where it is alive and in the ISR."""
+        tp = None if partition is None else self._tp(partition)
+        target = self.controller
+        if target is None:
+            raise ActionError("no controller is elected right now")
+        self._step("elect_preferred", partition=tp)
+        self.sim.send("client", target, msgs.ElectPreferredLeaders(tp))
         self._settle()
 
     def advance(self, ms: int) -> None:
@@ -416,8 +521,44 @@ class Cluster:
 
     @property
     def partition_state(self) -> PartitionState:
-        """The partition's leader, leader epoch and ISR as the controller committed them."""
-        return self.sim.actors["controller"].partitions[self.tp]
+        """The partition's leader, leader epoch and ISR as the controller committed them (in
+        ZooKeeper, when the controller is an elected broker)."""
+        return self.partition_states()[self.tp]
+
+    def partition_states(self) -> dict[str, PartitionState]:
+        """Every partition's committed leader, leader epoch and ISR, by partition name."""
+        holder = "zk" if self.config.controller_mode == "zk" else "controller"
+        return dict(self.sim.actors[holder].partitions)
+
+    def partitions(self) -> list[str]:
+        """The partition names, such as "demo-0"."""
+        return list(self.assignment)
+
+    def _tp(self, partition: int | str | None) -> str:
+        if partition is None:
+            return self.tp
+        tp = f"{self.topic}-{partition}" if isinstance(partition, int) else str(partition)
+        if tp not in self.assignment:
+            raise ActionError(
+                f"partition {partition!r} does not exist: partitions are "
+                f"{', '.join(self.assignment)}"
+            )
+        return tp
+
+    @property
+    def controller(self) -> Any:
+        """The controller: a broker id, "controller" for the dedicated one, or None while no
+        broker holds /controller."""
+        zk = self.sim.actors["zk"]
+        if self.config.controller_mode != "zk":
+            return "controller"
+        return zk.controller[0] if zk.controller else None
+
+    @property
+    def controller_epoch(self) -> int:
+        if self.config.controller_mode != "zk":
+            return 1
+        return self.sim.actors["zk"].controller_epoch
 
     @property
     def leader(self) -> int | None:
@@ -434,26 +575,28 @@ class Cluster:
     def running(self) -> list[int]:
         return [b for b in self.broker_ids if b in self.sim.actors]
 
-    def followers(self) -> list[int]:
+    def followers(self, partition: int | str | None = None) -> list[int]:
+        tp = self._tp(partition)
         return [
             b
             for b in self.running()
-            if (r := self.sim.actors[b].partitions.get(self.tp)) and r.role == "follower"
+            if (r := self.sim.actors[b].partitions.get(tp)) and r.role == "follower"
         ]
 
-    def replica(self, broker: int) -> ReplicaView:
+    def replica(self, broker: int, partition: int | str | None = None) -> ReplicaView:
         """The state of one replica: its log with offsets and epochs, LEO, HW, epoch cache."""
         self._check_broker(broker)
+        tp = self._tp(partition)
         actor = self.sim.actors.get(broker)
         if actor is not None:
-            r = actor.partitions.get(self.tp)
+            r = actor.partitions.get(tp)
             if r is None:
-                raise ActionError(f"broker {broker} holds no replica of {self.tp}")
+                raise ActionError(f"broker {broker} holds no replica of {tp}")
             log, role, leader, epoch, isr = r.log, r.role, r.leader, r.leader_epoch, r.isr
         else:
-            disk = self.disks[broker].get(self.tp)
+            disk = self.disks[broker].get(tp)
             if disk is None:
-                raise ActionError(f"broker {broker} holds no replica of {self.tp}")
+                raise ActionError(f"broker {broker} holds no replica of {tp}")
             log, role, leader, epoch, isr = Log(disk), None, None, -1, ()
         return ReplicaView(
             broker=broker,
@@ -470,11 +613,24 @@ class Cluster:
             isr=tuple(isr),
         )
 
-    def replicas_view(self) -> dict[int, ReplicaView]:
-        return {b: self.replica(b) for b in sorted(self.replicas)}
+    def replicas_view(self, partition: int | str | None = None) -> dict[int, ReplicaView]:
+        tp = self._tp(partition)
+        return {b: self.replica(b, tp) for b in sorted(self.assignment[tp])}
 
-    def logs(self) -> dict[int, list[str]]:
-        return {b: v.values for b, v in self.replicas_view().items()}
+    def logs(self, partition: int | str | None = None) -> dict[int, list[str]]:
+        return {b: v.values for b, v in self.replicas_view(partition).items()}
+
+    def _partition_summary(self, tp: str, st: PartitionState) -> dict[str, Any]:
+        views = self.replicas_view(tp)
+        return {
+            "leader": st.leader,
+            "leader_epoch": st.leader_epoch,
+            "isr": list(st.isr),
+            "replicas": list(st.replicas),
+            "hw": {b: v.hw for b, v in views.items()},
+            "leo": {b: v.leo for b, v in views.items()},
+            "logs": {b: v.values for b, v in views.items()},
+        }
 
     def report(self) -> Report:
         """The end-of-run report: acknowledged records lost, divergence, HW regressions, two
@@ -485,8 +641,16 @@ class Cluster:
         """Everything an expect block can check, as plain data (broker ids as keys)."""
         views = self.replicas_view()
         report = self.report()
+        states = self.partition_states()
         return {
             "time_ms": self.now,
+            "controller": self.controller,
+            "controller_epoch": self.controller_epoch,
+            "offline_partitions": sum(1 for st in states.values() if st.leader is None),
+            "under_replicated_partitions": sum(
+                1 for st in states.values() if len(st.isr) < len(st.replicas)
+            ),
+            "partitions": {tp: self._partition_summary(tp, st) for tp, st in states.items()},
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,
             "isr": self.isr,
@@ -501,6 +665,10 @@ class Cluster:
 
 STEP_METHODS = (
     "produce",
+    "stop",
+    "pause",
+    "resume",
+    "elect_preferred",
     "fetch",
     "crash",
     "restart",

@@ -46,7 +46,9 @@ class Simulation:
         self._last_arrival: dict[tuple[Any, Any], int] = {}
         self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
         self.observers: list[Callable[[Event], None]] = []
-        self.on_halt: Callable[[Any, str], None] | None = None
+        self.on_halt: Callable[[Any, str, bool], None] | None = None
+        self.paused: set[Any] = set()  # hosts whose processes are stalled
+        self._deferred: dict[Any, list[tuple]] = {}  # what reached a paused host, in order
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -96,7 +98,7 @@ class Simulation:
                 self._seq += 1
                 heapq.heappush(heap, (now + delay, self._seq, _TIMER, address, inc, name, data))
         if ctx.halt is not None and self.on_halt is not None:
-            self.on_halt(address, ctx.halt)
+            self.on_halt(address, ctx.halt, ctx.clean_stop)
 
     # ---- network ---------------------------------------------------------------------------
 
@@ -173,8 +175,24 @@ class Simulation:
         if self.now < time_ms:
             self.now = time_ms
 
+    def pause(self, host: Any) -> None:
+        """Stall every actor on ``host`` (a GC pause): what reaches it waits, its timers wait."""
+        self.paused.add(host)
+
+    def resume(self, host: Any) -> None:
+        """Run what waited for ``host``, in its original order, starting now."""
+        self.paused.discard(host)
+        for entry in self._deferred.pop(host, []):
+            self._seq += 1
+            heapq.heappush(self._heap, (self.now, self._seq, *entry[2:]))
+
     def _dispatch(self, entry: tuple) -> None:
         kind = entry[2]
+        if self.paused and kind != _CALL:
+            host = self.hosts.get(entry[4] if kind == _DELIVER else entry[3])
+            if host in self.paused:
+                self._deferred.setdefault(host, []).append(entry)
+                return
         if kind == _DELIVER:
             _, _, _, src, dst, msg, inc = entry
             actor = self.actors.get(dst)

@@ -1,0 +1,144 @@
+"""ZooKeeper as the ZooKeeper-era controller uses it.
+
+- Broker sessions (/brokers/ids/N): created on registration, kept alive by heartbeats, expired
+  after zookeeper.session.timeout.ms without one, closed at once by a clean shutdown. The
+  session id is the broker epoch (the czxid of the registration znode, KIP-380).
+- /controller: an ephemeral znode brokers race to create; the winner bumps /controller_epoch.
+  When its owner's session ends the znode goes, and every broker is told to race again.
+- Partition state znodes, written by the controller only while its epoch is current: a write
+  from an older controller epoch fails (ControllerMovedException), which is how a zombie
+  controller is fenced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalab.config import Config
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+
+__all__ = ["ZooKeeper"]
+
+DEDICATED_CONTROLLER = "controller"
+
+
+class ZooKeeper:
+    """``elected``: the controller is a broker that won /controller (the ZooKeeper era); else a
+    dedicated controller at the address "controller" that never fails (for lessons about
+    replication alone)."""
+
+    def __init__(
+        self, config: Config, partitions: dict[str, Any] | None = None, *, elected: bool = False
+    ) -> None:
+        self.config = config
+        self.elected = elected
+        self.sessions: dict[int, tuple[int, int]] = {}  # broker -> (session id, last heard ms)
+        self.next_zxid = 0
+        self.controller: tuple[int, int] | None = None  # (broker, session) owning /controller
+        self.controller_epoch = 0
+        self.partitions: dict[str, Any] = dict(partitions or {})
+
+    def start(self, ctx: Context) -> None:
+        pass
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if isinstance(msg, m.ZkRegister):
+            self._register(ctx, src, msg.broker)
+        elif isinstance(msg, m.ZkHeartbeat):
+            session = self.sessions.get(msg.broker)
+            if session is not None and session[0] == msg.session:
+                self.sessions[msg.broker] = (msg.session, ctx.now)
+            else:
+                ctx.send(src, m.ZkSessionExpired(msg.session))
+        elif isinstance(msg, m.ZkClose):
+            current = self.sessions.get(msg.broker)
+            if current is not None and current[0] == msg.session:
+                self._end_session(ctx, msg.broker, msg.session, "closed")
+        elif isinstance(msg, m.ZkElect):
+            self._elect(ctx, msg)
+        elif isinstance(msg, m.ZkWrite):
+            self._write(ctx, src, msg)
+
+    def _register(self, ctx: Context, src: Any, broker: int) -> None:
+        self.next_zxid += 1
+        self.sessions[broker] = (self.next_zxid, ctx.now)
+        ctx.emit("zk_session", broker=broker, session=self.next_zxid)
+        ctx.send(src, m.ZkRegistered(self.next_zxid, self._controller_id(), self.controller_epoch))
+        ctx.set_timer(self.config.zookeeper_session_timeout_ms, "expire", (broker, self.next_zxid))
+        self._notify(ctx)
+
+    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
+        broker, session = data
+        current = self.sessions.get(broker)
+        if current is None or current[0] != session:
+            return
+        due = current[1] + self.config.zookeeper_session_timeout_ms
+        if ctx.now >= due:
+            self._end_session(ctx, broker, session, "expired")
+        else:
+            ctx.set_timer(due - ctx.now, "expire", data)
+
+    def _end_session(self, ctx: Context, broker: int, session: int, how: str) -> None:
+        del self.sessions[broker]
+        kind = "zk_session_expired" if how == "expired" else "zk_session_closed"
+        ctx.emit(kind, broker=broker, session=session)
+        if self.controller == (broker, session):
+            # The ephemeral /controller znode goes with its session: every broker races again.
+            self.controller = None
+            ctx.emit(
+                "controller_znode_deleted", broker=broker, controller_epoch=self.controller_epoch
+            )
+            for b in sorted(self.sessions):
+                ctx.send(b, m.ZkControllerChange(None, self.controller_epoch))
+        self._notify(ctx)
+
+    def _controller_id(self) -> Any:
+        if not self.elected:
+            return DEDICATED_CONTROLLER
+        return self.controller[0] if self.controller else None
+
+    def _notify(self, ctx: Context) -> None:
+        """The controller's watch on /brokers/ids fires."""
+        target = self._controller_id()
+        if target is not None:
+            live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
+            ctx.send(target, m.BrokerChange(live))
+
+    def _elect(self, ctx: Context, msg: m.ZkElect) -> None:
+        """KafkaController.elect: the first broker to create /controller wins and bumps
+        /controller_epoch; the others learn who won."""
+        session = self.sessions.get(msg.broker)
+        if session is None or session[0] != msg.session:
+            return  # a broker whose session is gone cannot create an ephemeral znode
+        if self.controller is not None:
+            ctx.send(msg.broker, m.ZkControllerChange(self.controller[0], self.controller_epoch))
+            return
+        self.controller = (msg.broker, msg.session)
+        self.controller_epoch += 1
+        ctx.emit("controller_elected", broker=msg.broker, controller_epoch=self.controller_epoch)
+        live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
+        ctx.send(
+            msg.broker,
+            m.ZkElected(self.controller_epoch, live, tuple(sorted(self.partitions.items()))),
+        )
+        for b in sorted(self.sessions):
+            if b != msg.broker:
+                ctx.send(b, m.ZkControllerChange(msg.broker, self.controller_epoch))
+
+    def _write(self, ctx: Context, src: Any, msg: m.ZkWrite) -> None:
+        """A controller's writes carry its epoch; ZooKeeper refuses them once another
+        controller has been elected (KafkaZkClient checkControllerAndEpoch)."""
+        ok = msg.controller_epoch == self.controller_epoch and (
+            not self.elected or (self.controller is not None and self.controller[0] == src)
+        )
+        if ok:
+            self.partitions.update(dict(msg.partitions))
+        else:
+            ctx.emit(
+                "zk_write_rejected",
+                controller=src,
+                controller_epoch=msg.controller_epoch,
+                current_epoch=self.controller_epoch,
+            )
+        ctx.send(src, m.ZkWriteResult(msg.write_id, ok, self.controller_epoch))
