@@ -41,6 +41,8 @@ TOP_KEYS = (
     "brokers",
     "leader",
     "replicas",
+    "partitions",
+    "racks",
     "config",
     "steps",
     "expect",
@@ -50,8 +52,12 @@ TOP_KEYS = (
 
 # Each step kind: (the key its scalar form fills, the keys its mapping form allows).
 STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
-    "produce": ("value", ("value", "values", "count", "acks", "producer")),
-    "fetch": ("follower", ("follower", "response", "delay_ms")),
+    "produce": ("value", ("value", "values", "count", "acks", "producer", "partition", "to")),
+    "fetch": ("follower", ("follower", "response", "delay_ms", "partition")),
+    "stop": ("broker", ("broker",)),
+    "pause": ("node", ("node",)),
+    "resume": ("node", ("node",)),
+    "elect_preferred": (None, ("partition",)),
     "crash": ("broker", ("broker", "lose_unflushed")),
     "restart": ("broker", ("broker",)),
     "flush": ("broker", ("broker",)),
@@ -82,6 +88,11 @@ EXPECT_KEYS = (
     "isr_expands",
     "unclean_elections",
     "time_ms",
+    "controller",
+    "controller_epoch",
+    "offline_partitions",
+    "under_replicated_partitions",
+    "partitions",
 )
 _BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache")
 _AS_SETS = ("isr", "running", "acked", "lost_acked")
@@ -109,22 +120,27 @@ class Scenario:
     description: str
     brokers: int
     leader: int
-    replicas: list[int] | None
+    replicas: Any
     config: dict[str, Any]
     steps: list[Step]
     expect: dict[str, Any]
     variants: list[Variant] = field(default_factory=list)
     seed: int = 0
     source: str = ""  # the YAML text
+    partitions: int = 1
+    racks: dict[int, str] = field(default_factory=dict)
 
     def cluster(self, overrides: Mapping[str, Any] | None = None) -> Cluster:
         """A fresh cluster in this scenario's initial state (no step applied)."""
         settings = {**self.config, **(overrides or {})}
+        several = self.partitions > 1
         return Cluster(
             self.brokers,
             config=make_config(settings),
-            leader=self.leader,
+            leader=None if several else self.leader,
             replicas=self.replicas,
+            partitions=self.partitions,
+            racks=self.racks or None,
             seed=self.seed,
         )
 
@@ -178,6 +194,10 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
     variants = _variants(doc.get("variants") or [], origin)
     replicas = doc.get("replicas")
     seed = _int(doc.get("seed", 0), f"{origin}: seed", 0)
+    partitions = _int(doc.get("partitions", 1), f"{origin}: partitions", 1)
+    racks = doc.get("racks") or {}
+    if not isinstance(racks, dict):
+        raise ScenarioError(f"{origin}: racks must map broker ids to rack names, like {{1: a}}")
     scenario = Scenario(
         name,
         str(doc.get("description") or "").strip(),
@@ -190,11 +210,13 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
         variants,
         seed,
         text,
+        partitions,
+        {int(b): str(r) for b, r in racks.items()},
     )
     try:  # build the cluster once so bad configs surface now, not halfway through a replay
         scenario.cluster()
-    except ConfigError as err:
-        raise ScenarioError(f"{origin}: config: {err}") from None
+    except (ConfigError, ActionError) as err:
+        raise ScenarioError(f"{origin}: {err}") from None
     return scenario
 
 
@@ -252,6 +274,8 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
     if kind == "heal":
         if arg is not None:
             raise ScenarioError(f"{where} (heal): heal takes no argument")
+        return {}
+    if kind == "elect_preferred" and arg is None:
         return {}
     if kind in ("disconnect", "reconnect"):
         if not isinstance(arg, list) or len(arg) != 2:
@@ -382,11 +406,22 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 count=a.get("count"),
                 acks=a.get("acks"),
                 producer=a.get("producer", "producer"),
+                partition=a.get("partition"),
+                to=a.get("to"),
             )
         elif step.kind == "fetch":
             cluster.fetch(
-                a["follower"], response=a.get("response", "ok"), delay_ms=a.get("delay_ms", 1000)
+                a["follower"],
+                response=a.get("response", "ok"),
+                delay_ms=a.get("delay_ms", 1000),
+                partition=a.get("partition"),
             )
+        elif step.kind in ("pause", "resume"):
+            getattr(cluster, step.kind)(a["node"])
+        elif step.kind == "stop":
+            cluster.stop(a["broker"])
+        elif step.kind == "elect_preferred":
+            cluster.elect_preferred(a.get("partition"))
         elif step.kind == "crash":
             cluster.crash(a["broker"], lose_unflushed=bool(a.get("lose_unflushed", False)))
         elif step.kind in ("restart", "flush"):
@@ -479,6 +514,8 @@ def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
         elif key == "errors":
             if {str(k): str(v) for k, v in (want or {}).items()} != got:
                 out.append(f"errors: expected {want!r}, got {got!r}")
+        elif key == "partitions":
+            out += _check_partitions(want or {}, got)
         elif key in ("hw_regressions", "two_leaders"):
             count = len(got)
             if (isinstance(want, bool) and want != bool(count)) or (
@@ -487,4 +524,28 @@ def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
                 out.append(f"{key}: expected {want!r}, got {count} ({got!r})")
         elif want != got:
             out.append(f"{key}: expected {want!r}, got {got!r}")
+    return out
+
+
+def _check_partitions(want: Mapping[str, Any], got: Mapping[str, Any]) -> list[str]:
+    """``partitions: {demo-1: {leader: 2, isr: [2, 3]}}``: only the keys given are checked."""
+    out = []
+    for tp, keys in want.items():
+        actual = got.get(str(tp))
+        if actual is None:
+            out.append(f"partitions: no partition {tp!r} (partitions are {', '.join(got)})")
+            continue
+        for key, w in (keys or {}).items():
+            g = actual.get(key)
+            if key in ("hw", "leo", "logs"):
+                for b, wb in (w or {}).items():
+                    if g.get(int(b)) != wb:
+                        out.append(
+                            f"partitions[{tp}].{key}[{b}]: expected {wb!r}, got {g.get(int(b))!r}"
+                        )
+            elif key == "isr":
+                if sorted(w or []) != sorted(g):
+                    out.append(f"partitions[{tp}].isr: expected {w!r}, got {g!r}")
+            elif w != g:
+                out.append(f"partitions[{tp}].{key}: expected {w!r}, got {g!r}")
     return out
