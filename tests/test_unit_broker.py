@@ -42,7 +42,7 @@ def fire(broker: Broker, name: str, data: Any = None, *, now: int) -> Context:
 
 def sent(ctx: Context, kind: type, dst: Any = None) -> list[Any]:
     """The messages of type ``kind`` the handler sent (to ``dst`` when given)."""
-    return [msg for d, msg in ctx.sends if isinstance(msg, kind) and (dst is None or d == dst)]
+    return [msg for d, msg, *_ in ctx.sends if isinstance(msg, kind) and (dst is None or d == dst)]
 
 
 def events(ctx: Context, kind: str) -> list[dict[str, Any]]:

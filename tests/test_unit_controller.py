@@ -28,11 +28,11 @@ def fire(actor: Any, name: str, data: Any, *, now: int) -> Context:
 
 
 def sent(ctx: Context, kind: type, dst: Any = None) -> list[Any]:
-    return [msg for d, msg in ctx.sends if isinstance(msg, kind) and (dst is None or d == dst)]
+    return [msg for d, msg, *_ in ctx.sends if isinstance(msg, kind) and (dst is None or d == dst)]
 
 
 def sent_to(ctx: Context, kind: type) -> list[Any]:
-    return sorted(d for d, msg in ctx.sends if isinstance(msg, kind))
+    return sorted(d for d, msg, *_ in ctx.sends if isinstance(msg, kind))
 
 
 def events(ctx: Context, kind: str) -> list[dict[str, Any]]:

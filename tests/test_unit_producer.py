@@ -21,7 +21,7 @@ def results(ctx: Context) -> list[dict]:
 def test_acks_all_sends_to_the_leader_and_waits_for_the_answer() -> None:
     p = Producer("producer")
     ctx = send(p, Send("t-0", ("a", "b"), -1, 2, 30000))
-    ((dst, req),) = ctx.sends
+    ((dst, req, _),) = ctx.sends
     assert dst == 2 and isinstance(req, m.ProduceRequest)
     assert req.values == ("a", "b") and req.acks == -1 and req.timeout_ms == 30000
     assert results(ctx) == []
@@ -35,7 +35,7 @@ def test_acks_all_sends_to_the_leader_and_waits_for_the_answer() -> None:
 
 def test_acks_0_never_learns_the_outcome() -> None:
     ctx = send(Producer("producer"), Send("t-0", ("a",), 0, 1, 30000))
-    assert [type(msg) for _, msg in ctx.sends] == [m.ProduceRequest]
+    assert [type(msg) for _, msg, _ in ctx.sends] == [m.ProduceRequest]
     (result,) = results(ctx)
     assert result["error"] == "UNKNOWN"
     assert ctx.timers == []

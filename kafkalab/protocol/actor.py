@@ -18,15 +18,17 @@ class Context:
     def __init__(self, now: int, node: int | str) -> None:
         self.now = now
         self.node = node
-        self.sends: list[tuple[int | str, Any]] = []
+        self.sends: list[tuple[int | str, Any, bool]] = []
         self.timers: list[tuple[int, str, Any]] = []
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.halt: str | None = None
         self.clean_stop = False
 
-    def send(self, dst: int | str, msg: Any) -> None:
-        """Send ``msg`` to the actor at address ``dst`` over the network."""
-        self.sends.append((dst, msg))
+    def send(self, dst: int | str, msg: Any, *, hold: bool = False) -> None:
+        """Send ``msg`` to the actor at address ``dst`` over the network. With ``hold`` the
+        sender keeps retrying: across a cut link the message waits until the link heals
+        (Kafka's controller-to-broker channel), instead of being lost."""
+        self.sends.append((dst, msg, hold))
 
     def set_timer(self, delay_ms: int, name: str, data: Any = None) -> None:
         """Wake this actor's ``on_timer(name, data)`` after ``delay_ms``."""

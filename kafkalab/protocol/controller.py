@@ -131,7 +131,7 @@ class Controller:
         changed, self._changed = self._changed, {}
         if not self.write_through or not changed:
             for dst, msg in sends:
-                ctx.send(dst, msg)
+                ctx.send(dst, msg, hold=True)
             return
         self._write_id += 1
         self._waiting[self._write_id] = sends
@@ -141,7 +141,7 @@ class Controller:
         sends = self._waiting.pop(msg.write_id, [])
         if msg.ok:
             for dst, out in sends:
-                ctx.send(dst, out)
+                ctx.send(dst, out, hold=True)
             return
         # ControllerMovedException: another broker is controller now. Resign and send nothing.
         self.active = False

@@ -471,7 +471,7 @@ class Cluster:
         for pair in sorted(self.sim.cut, key=lambda p: sorted(map(str, p))):
             a, b = sorted(pair, key=str)
             self.sim.record("link", "network", {"a": a, "b": b, "up": True})
-        self.sim.cut.clear()
+        self.sim.heal_all()
         self._settle()
 
     # ---- timed mode ------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class Simulation:
         self.observers: list[Callable[[Event], None]] = []
         self.on_halt: Callable[[Any, str, bool], None] | None = None
         self.paused: set[Any] = set()  # hosts whose processes are stalled
+        self._held: dict[frozenset, list[tuple]] = {}  # retried sends waiting for a cut link
         self._deferred: dict[Any, list[tuple]] = {}  # what reached a paused host, in order
 
     def stream(self, name: str) -> random.Random:
@@ -89,8 +90,8 @@ class Simulation:
             for kind, data in ctx.events:
                 self.record(kind, address, data)
         if ctx.sends:
-            for dst, msg in ctx.sends:
-                self.send(address, dst, msg)
+            for dst, msg, hold in ctx.sends:
+                self.send(address, dst, msg, hold)
         if ctx.timers:
             inc = self.incarnation[address]
             heap, now = self._heap, self.now
@@ -112,16 +113,30 @@ class Simulation:
         key = frozenset((host_a, host_b))
         if up:
             self.cut.discard(key)
+            for src, dst, msg, inc in self._held.pop(key, []):
+                self._deliver_later(src, dst, msg, inc, True)
         else:
             self.cut.add(key)
+
+    def heal_all(self) -> None:
+        for key in sorted(self.cut, key=lambda k: sorted(map(str, k))):
+            self.set_link(*sorted(key, key=str), True)
+
+    def _hold(self, src: Any, dst: Any, msg: Any, inc: int) -> None:
+        key = frozenset((self.hosts.get(src, src), self.hosts.get(dst, dst)))
+        self._held.setdefault(key, []).append((src, dst, msg, inc))
+        self.record("hold", src, {"dst": dst, "msg": msg})
 
     def add_rule(self, src: Any, dst: Any, types: Iterable[type], delay_ms: int | None) -> None:
         """The next message of one of ``types`` from src to dst is lost (delay None) or delayed."""
         self._rules.append([src, dst, tuple(types), delay_ms])
 
-    def send(self, src: Any, dst: Any, msg: Any) -> None:
+    def send(self, src: Any, dst: Any, msg: Any, hold: bool = False) -> None:
         if self.cut and not self.link_up(src, dst):
-            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+            if hold:
+                self._hold(src, dst, msg, self.incarnation.get(dst, 0))
+            else:
+                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
             return
         extra = 0
         if self._rules:
@@ -135,6 +150,11 @@ class Simulation:
                     break
         if self.trace_messages:
             self.record("send", src, {"dst": dst, "msg": msg})
+        self._deliver_later(src, dst, msg, self.incarnation.get(dst, 0), hold, extra)
+
+    def _deliver_later(
+        self, src: Any, dst: Any, msg: Any, inc: int, hold: bool, extra: int = 0
+    ) -> None:
         lo, hi = self.latency_ms
         hosts = self.hosts
         if hi == 0 or hosts.get(src, src) == hosts.get(dst, dst):
@@ -149,7 +169,7 @@ class Simulation:
         self._seq += 1
         heapq.heappush(
             self._heap,
-            (arrival, self._seq, _DELIVER, src, dst, msg, self.incarnation.get(dst, 0)),
+            (arrival, self._seq, _DELIVER, src, dst, msg, inc, hold),
         )
 
     # ---- loop ------------------------------------------------------------------------------
@@ -194,12 +214,15 @@ class Simulation:
                 self._deferred.setdefault(host, []).append(entry)
                 return
         if kind == _DELIVER:
-            _, _, _, src, dst, msg, inc = entry
+            _, _, _, src, dst, msg, inc, hold = entry
             actor = self.actors.get(dst)
             if actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
             elif self.cut and not self.link_up(src, dst):
-                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+                if hold:
+                    self._hold(src, dst, msg, inc)
+                else:
+                    self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
             else:
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
