@@ -61,7 +61,9 @@ class Controller:
         self.shutting_down: set[int] = set()
         self._changed: dict[str, PartitionState] = {}  # written by the event being handled
         self._outbox: list[tuple[Any, Any]] = []
-        self._waiting: dict[int, list[tuple[Any, Any]]] = {}  # ZooKeeper write id -> sends
+        self._events: list[tuple[str, dict[str, Any]]] = []  # state changes, once committed
+        # ZooKeeper write id -> (the sends and trace events that wait for it)
+        self._waiting: dict[int, tuple[list[tuple[Any, Any]], list[tuple[str, dict]]]] = {}
         self._write_id = 0
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -72,7 +74,8 @@ class Controller:
 
     def on_failover(self, ctx: Context) -> None:
         """KafkaController.onControllerFailover: tell every live broker the metadata and the
-        state of every partition, then elect leaders for partitions whose leader is gone."""
+        state of every partition, elect leaders for partitions whose leader is gone and take
+        replicas on dead brokers out of the ISR."""
         ctx.emit(
             "controller_failover",
             controller=self.address,
@@ -85,6 +88,9 @@ class Controller:
             new = state
             if new.leader is None or new.leader not in self.live:
                 new = self._elect(new) or replace(new, leader=None)
+            for b in new.replicas:  # replicaStateMachine.startup: dead replicas go offline
+                if b not in self.live:
+                    new = _remove_from_isr(new, b)
             if not self._commit(ctx, tp, state, new, "controller_failover"):
                 self._send_leader_and_isr(tp, new, [b for b in new.replicas if b in self.live])
         self._flush(ctx)
@@ -125,23 +131,26 @@ class Controller:
 
     # ---- committing through ZooKeeper --------------------------------------------------------
 
+    def _emit(self, kind: str, **data: Any) -> None:
+        self._events.append((kind, data))
+
     def _flush(self, ctx: Context) -> None:
-        """Send what this event decided: at once, or after ZooKeeper accepted its writes."""
+        """Carry out what this event decided: at once, or once ZooKeeper accepted its writes
+        (until then the state changes are not in the trace either: they may never happen)."""
         sends, self._outbox = self._outbox, []
+        events, self._events = self._events, []
         changed, self._changed = self._changed, {}
         if not self.write_through or not changed:
-            for dst, msg in sends:
-                ctx.send(dst, msg, hold=True)
+            _carry_out(ctx, sends, events)
             return
         self._write_id += 1
-        self._waiting[self._write_id] = sends
+        self._waiting[self._write_id] = (sends, events)
         ctx.send("zk", m.ZkWrite(self.controller_epoch, self._write_id, tuple(changed.items())))
 
     def _on_write_result(self, ctx: Context, msg: m.ZkWriteResult) -> None:
-        sends = self._waiting.pop(msg.write_id, [])
+        sends, events = self._waiting.pop(msg.write_id, ([], []))
         if msg.ok:
-            for dst, out in sends:
-                ctx.send(dst, out, hold=True)
+            _carry_out(ctx, sends, events)
             return
         # ControllerMovedException: another broker is controller now. Resign and send nothing.
         self.active = False
@@ -228,7 +237,7 @@ class Controller:
         new = replace(new, partition_epoch=old.partition_epoch + 1)
         self.partitions[tp] = new
         self._changed[tp] = new
-        ctx.emit(
+        self._emit(
             "partition_state",
             tp=tp,
             leader=new.leader,
@@ -247,7 +256,7 @@ class Controller:
         """OfflinePartitionsCount and UnderReplicatedPartitions, from the committed state."""
         offline = sum(1 for s in self.partitions.values() if s.leader is None)
         under = sum(1 for s in self.partitions.values() if len(s.isr) < len(s.replicas))
-        ctx.emit("metrics", offline_partitions=offline, under_replicated_partitions=under)
+        self._emit("metrics", offline_partitions=offline, under_replicated_partitions=under)
 
     def _send_leader_and_isr(self, tp: str, state: PartitionState, brokers: list[int]) -> None:
         msg = m.LeaderAndIsr(
@@ -283,7 +292,7 @@ class Controller:
             new = replace(state, isr=req.isr, partition_epoch=state.partition_epoch + 1)
             self.partitions[req.tp] = new
             self._changed[req.tp] = new
-            ctx.emit(
+            self._emit(
                 "partition_state",
                 tp=req.tp,
                 leader=new.leader,
@@ -396,3 +405,13 @@ def _remove_from_isr(state: PartitionState, broker: int) -> PartitionState:
     isr = state.isr if len(state.isr) == 1 else tuple(i for i in state.isr if i != broker)
     leader = None if state.leader == broker else state.leader
     return replace(state, leader=leader, isr=isr, leader_epoch=state.leader_epoch + 1)
+
+
+def _carry_out(
+    ctx: Context, sends: list[tuple[Any, Any]], events: list[tuple[str, dict[str, Any]]]
+) -> None:
+    for kind, data in events:
+        ctx.emit(kind, **data)
+    for dst, msg in sends:
+        # Kafka's controller-to-broker channel retries until the broker is reachable.
+        ctx.send(dst, msg, hold=True)
