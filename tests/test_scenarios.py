@@ -40,6 +40,20 @@ def test_catalog_covers_the_required_failures_and_fixes() -> None:
         "follower-rejoins-isr",
         "kip279-divergence",
         "not-enough-replicas-after-append",
+        # the controller, and the eight network partitions of the ZooKeeper era
+        "controller-failover",
+        "controller-zombie",
+        "controlled-shutdown",
+        "preferred-leader-rebalance",
+        "broker-failure-moves-leaders",
+        "np-follower-cut-from-leader",
+        "np-follower-cut-from-zk",
+        "np-leader-cut-from-followers",
+        "np-leader-cut-from-zk",
+        "np-follower-isolated",
+        "np-leader-isolated",
+        "np-controller-cut-from-brokers",
+        "np-controller-cut-from-zk",
     }
     assert required <= set(CATALOG)
     for name, s in CATALOG.items():
