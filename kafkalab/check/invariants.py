@@ -22,7 +22,11 @@ INVARIANTS: dict[str, str] = {
     "no_acked_loss": "every acknowledged record is in the current leader's log",
     "logs_agree_below_hw": "two replicas hold the same records below both their HWs",
     "hw_monotonic": "no replica truncates its log below its own high watermark",
-    "one_leader_per_epoch": "no two brokers lead in the same leader epoch",
+    "one_leader_per_epoch": "no two brokers lead a partition in the same leader epoch",
+    "controller_epoch_monotonic": "each newly elected controller has a higher controller epoch",
+    "no_stale_controller_effect": (
+        "no broker acts on a request from an older controller epoch than one it has acted on"
+    ),
 }
 
 _STATE_KINDS = frozenset(
@@ -75,7 +79,10 @@ class Report:
                 f"({h['reason']}, removed {h['removed']})"
             )
         for t in self.two_leaders:
-            lines.append(f"two leaders in epoch {t['leader_epoch']}: brokers {t['brokers']}")
+            lines.append(
+                f"two leaders of {t['partition']} in epoch {t['leader_epoch']}: "
+                f"brokers {t['brokers']}"
+            )
         if self.errors:
             lines.append("client errors: " + ", ".join(f"{k}: {v}" for k, v in self.errors.items()))
         lines.append(
@@ -94,7 +101,10 @@ class InvariantMonitor:
         self.raise_on_violation = raise_on_violation
         self.acked: dict[str, tuple[str, int]] = {}  # value -> (partition, offset)
         self.errors: dict[str, str] = {}
-        self.leaders: dict[int, int] = {}  # leader epoch -> broker
+        self.leaders: dict[tuple[str, int], int] = {}  # (partition, leader epoch) -> broker
+        self.controller_epochs: list[int] = []  # as controllers were elected
+        self.accepted_epoch: dict[str, int] = {}  # broker -> highest controller epoch acted on
+        self.controller_violations: list[dict[str, Any]] = []
         self.two_leaders: list[dict[str, Any]] = []
         self.hw_regressions: list[dict[str, Any]] = []
         self.isr_shrinks = 0
@@ -108,9 +118,24 @@ class InvariantMonitor:
             self._on_result(data)
         elif kind == "became_leader":
             epoch, broker = data["leader_epoch"], int(e.node)
-            other = self.leaders.setdefault(epoch, broker)
+            other = self.leaders.setdefault((data["tp"], epoch), broker)
             if other != broker:
-                self.two_leaders.append({"leader_epoch": epoch, "brokers": [other, broker]})
+                self.two_leaders.append(
+                    {"partition": data["tp"], "leader_epoch": epoch, "brokers": [other, broker]}
+                )
+            self._on_controller_request(e)
+        elif kind == "became_follower":
+            self._on_controller_request(e)
+        elif kind == "controller_elected":
+            if self.controller_epochs and data["controller_epoch"] <= self.controller_epochs[-1]:
+                self.controller_violations.append(
+                    {
+                        "invariant": "controller_epoch_monotonic",
+                        "message": f"controller epoch {data['controller_epoch']} after "
+                        f"{self.controller_epochs[-1]}",
+                    }
+                )
+            self.controller_epochs.append(data["controller_epoch"])
         elif kind == "truncate" and data["to"] < data["old_hw"]:
             self.hw_regressions.append(
                 {
@@ -122,6 +147,18 @@ class InvariantMonitor:
             self._on_partition_state(data)
         if self.raise_on_violation and kind in _STATE_KINDS:
             self._check(e)
+
+    def _on_controller_request(self, e: Event) -> None:
+        epoch = e.data.get("controller_epoch", 0)
+        seen = self.accepted_epoch.get(e.node, 0)
+        if epoch < seen:
+            self.controller_violations.append(
+                {
+                    "invariant": "no_stale_controller_effect",
+                    "message": f"broker {e.node} acted on controller epoch {epoch} after {seen}",
+                }
+            )
+        self.accepted_epoch[e.node] = max(seen, epoch)
 
     def _on_result(self, data: dict[str, Any]) -> None:
         error = data["error"]
@@ -159,7 +196,12 @@ def first_violation(cluster: Cluster, monitor: InvariantMonitor) -> tuple[str, s
     """The first named invariant that does not hold now, with a readable message."""
     if monitor.two_leaders:
         t = monitor.two_leaders[0]
-        return "one_leader_per_epoch", f"brokers {t['brokers']} both led epoch {t['leader_epoch']}"
+        return "one_leader_per_epoch", (
+            f"brokers {t['brokers']} both led {t['partition']} in epoch {t['leader_epoch']}"
+        )
+    if monitor.controller_violations:
+        v = monitor.controller_violations[0]
+        return v["invariant"], v["message"]
     if monitor.hw_regressions:
         h = monitor.hw_regressions[0]
         return "hw_monotonic", (

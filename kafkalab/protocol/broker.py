@@ -303,6 +303,7 @@ class Broker:
             "became_leader",
             broker=self.id,
             tp=r.tp,
+            controller_epoch=msg.controller_epoch,
             leader_epoch=msg.leader_epoch,
             isr=list(msg.isr),
             leo=r.log.leo,
@@ -327,6 +328,7 @@ class Broker:
             "became_follower",
             broker=self.id,
             tp=r.tp,
+            controller_epoch=msg.controller_epoch,
             leader=msg.leader,
             leader_epoch=msg.leader_epoch,
         )

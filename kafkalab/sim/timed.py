@@ -17,7 +17,17 @@ from kafkalab.sim.cluster import Cluster
 
 __all__ = ["Fault", "RunResult", "Workload", "random_faults", "simulate"]
 
-FAULT_ACTIONS = ("crash", "restart", "disconnect", "reconnect", "partition", "heal")
+FAULT_ACTIONS = (
+    "crash",
+    "restart",
+    "disconnect",
+    "reconnect",
+    "partition",
+    "heal",
+    "pause",
+    "resume",
+    "stop",
+)
 
 
 @dataclass(frozen=True)
@@ -106,10 +116,11 @@ def random_faults(
     kinds: Sequence[str] = ("crash", "disconnect"),
 ) -> list[Fault]:
     """A random fault schedule drawn from its own stream of ``seed``: broker crashes (with
-    restarts) and cut links (with repairs), never two overlapping faults on one broker."""
+    restarts), cut links (with repairs) and, if asked, pauses (with resumes), never two
+    overlapping faults on one broker."""
     for kind in kinds:
-        if kind not in ("crash", "disconnect"):
-            raise ConfigError(f"fault kind {kind!r} is not allowed: use crash or disconnect")
+        if kind not in ("crash", "disconnect", "pause"):
+            raise ConfigError(f"fault kind {kind!r} is not allowed: use crash, disconnect or pause")
     rng = random.Random(f"{seed}:faults")
     nodes: list[Any] = list(range(1, brokers + 1))
     busy_until = dict.fromkeys([*nodes, "zk"], 0)
@@ -121,7 +132,14 @@ def random_faults(
             return sorted(faults, key=lambda f: f.time_ms)
         kind = rng.choice(list(kinds))
         down = rng.randint(500, max_down_ms)
-        if kind == "crash":
+        if kind == "pause":
+            b = rng.choice(nodes)
+            if busy_until[b] > t:
+                continue
+            faults.append(Fault(t, "pause", (b,)))
+            faults.append(Fault(t + down, "resume", (b,)))
+            busy_until[b] = t + down + 1
+        elif kind == "crash":
             b = rng.choice(nodes)
             if busy_until[b] > t:
                 continue
@@ -194,6 +212,8 @@ def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -
 
 
 def _recover(cluster: Cluster) -> None:
+    for host in sorted(cluster.sim.paused, key=str):
+        cluster.resume(host)
     cluster.heal()
     for b in cluster.broker_ids:
         if b not in cluster.sim.actors:
