@@ -12,6 +12,7 @@ from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import Broker
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.timed import Fault, RunResult, random_faults, simulate
+from tests.schedules import fault_schedules
 
 ZK_SAFE = make_config({"min.insync.replicas": 2, "controller_mode": "zk"})
 DURATION_MS = 30000
@@ -48,35 +49,13 @@ def test_zk_mode_survives_crashes_cuts_and_pauses() -> None:
     assert fenced > 0, "the sweep must include a fenced zombie controller"
 
 
-_broker = st.integers(1, 3)
-
-
-@st.composite
-def schedules(draw: st.DrawFn) -> list[Fault]:
-    faults: list[Fault] = []
-    for _ in range(draw(st.integers(0, 5))):
-        start = draw(st.integers(0, DURATION_MS - 1))
-        length = draw(st.integers(1, 25000))
-        kind = draw(st.sampled_from(["crash", "pause", "disconnect"]))
-        if kind == "disconnect":
-            a, b = draw(
-                st.lists(st.sampled_from([1, 2, 3, "zk"]), min_size=2, max_size=2, unique=True)
-            )
-            faults += [
-                Fault(start, "disconnect", (a, b)),
-                Fault(start + length, "reconnect", (a, b)),
-            ]
-        else:
-            b = draw(_broker)
-            undo = "restart" if kind == "crash" else "resume"
-            faults += [Fault(start, kind, (b,)), Fault(start + length, undo, (b,))]
-    return sorted(faults, key=lambda f: f.time_ms)
-
-
 @settings(
     max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(faults=schedules(), seed=st.integers(0, 2**16))
+@given(
+    faults=fault_schedules(duration_ms=DURATION_MS, kinds=("crash", "pause", "disconnect")),
+    seed=st.integers(0, 2**16),
+)
 def test_zk_mode_survives_any_schedule(faults: list[Fault], seed: int) -> None:
     result, _ = _run(seed, faults)
     assert result.safe, f"{result}\nfaults={faults!r}\n{result.replay_hint()}"

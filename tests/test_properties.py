@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kafkalab import make_config
 from kafkalab.sim.timed import Fault, RunResult, random_faults, simulate
+from tests.schedules import fault_schedules
 
 SAFE = make_config({"min.insync.replicas": 2})
 DURATION_MS = 30000
@@ -44,31 +45,10 @@ def test_safe_settings_survive_random_fault_schedules() -> None:
     assert acked > 1000
 
 
-_node = st.sampled_from([1, 2, 3, "zk"])
-
-
-@st.composite
-def fault_schedules(draw: st.DrawFn) -> list[Fault]:
-    faults: list[Fault] = []
-    for _ in range(draw(st.integers(0, 6))):
-        start = draw(st.integers(0, DURATION_MS - 1))
-        length = draw(st.integers(1, 25000))
-        if draw(st.booleans()):
-            b = draw(st.integers(1, 3))
-            faults += [Fault(start, "crash", (b,)), Fault(start + length, "restart", (b,))]
-        else:
-            a, b = draw(st.lists(_node, min_size=2, max_size=2, unique=True))
-            faults += [
-                Fault(start, "disconnect", (a, b)),
-                Fault(start + length, "reconnect", (a, b)),
-            ]
-    return sorted(faults, key=lambda f: f.time_ms)
-
-
 @settings(
     max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(faults=fault_schedules(), seed=st.integers(0, 2**16))
+@given(faults=fault_schedules(duration_ms=DURATION_MS), seed=st.integers(0, 2**16))
 def test_safe_settings_survive_any_fault_schedule(faults: list[Fault], seed: int) -> None:
     # Overlapping faults on one broker make some steps impossible; those are skipped and
     # recorded in the trace, which is itself a fault pattern worth surviving.
