@@ -205,6 +205,11 @@ def _simulate(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    _print_run(result)
+    return 0
+
+
+def _print_run(result: Any) -> None:
     print(
         f"timed run: seed {result.seed}, {result.brokers} brokers, "
         f"{result.duration_ms} ms of writes + {result.settle_ms} ms to settle, "
@@ -222,7 +227,6 @@ def _simulate(args: argparse.Namespace) -> int:
     if result.errors:
         print("client errors: " + ", ".join(f"{k} x{v}" for k, v in sorted(result.errors.items())))
     print("safe" if result.safe else "UNSAFE: " + result.replay_hint())
-    return 0
 
 
 def _json_state(result: Any) -> dict[str, Any]:
