@@ -1,0 +1,143 @@
+"""How a KRaft controller changes a partition (PartitionChangeBuilder, Kafka 3.x/4.x).
+
+In KRaft mode the controller records every partition change in the metadata log. This module
+holds the rules that decide such a change, as pure functions a controller can call:
+
+- :func:`partition_change` mirrors ``PartitionChangeBuilder.build``: a new target ISR, the
+  leader election that follows (``electLeader``), the Eligible Leader Replicas of KIP-966 when
+  they are on, and the epochs: the partition epoch grows with every change, the leader epoch only
+  when the leader changes (since metadata version 3.6 an ISR shrink no longer bumps it).
+- :func:`remove_from_isr` mirrors ``ReplicationControlManager.generateLeaderAndIsrUpdates``:
+  what happens to the partitions of a broker that is fenced or shutting down.
+
+The election order (``electAnyLeader``): keep the current leader while it is in the ISR and
+acceptable; else the first replica in assignment order that is in the ISR and acceptable; with
+the ISR empty and ELR on, the first acceptable ELR member; with ELR on and nothing else, the last
+known leader if acceptable; finally, with unclean election on, any acceptable replica (its ISR is
+then itself). "Acceptable" means registered, not fenced and not shutting down (KIP-841).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+__all__ = ["PartitionRegistration", "partition_change", "remove_from_isr"]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """A partition as the KRaft metadata log describes it (PartitionRecord)."""
+
+    replicas: tuple[int, ...]
+    leader: int | None
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int = 0
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+
+def partition_change(
+    part: PartitionRegistration,
+    *,
+    target_isr: tuple[int, ...],
+    acceptable: Callable[[int], bool],
+    min_isr: int,
+    elr_enabled: bool = False,
+    unclean: bool = False,
+    unclean_shutdown: frozenset[int] = frozenset(),
+) -> PartitionRegistration:
+    """The partition after setting ``target_isr`` and electing a leader if the current one can
+    no longer lead. Returns ``part`` itself when nothing changes."""
+    isr = tuple(target_isr)
+    elr, last_known = part.elr, part.last_known_elr
+    if elr_enabled:
+        elr, last_known = _next_elr(part, isr, min_isr, unclean_shutdown)
+    leader, isr, elr = _elect(part, isr, elr, last_known, acceptable, elr_enabled, unclean)
+    new = replace(part, leader=leader, isr=isr, elr=elr, last_known_elr=last_known)
+    if new == part:
+        return part
+    leader_epoch = part.leader_epoch + 1 if leader != part.leader else part.leader_epoch
+    return replace(new, leader_epoch=leader_epoch, partition_epoch=part.partition_epoch + 1)
+
+
+def _next_elr(
+    part: PartitionRegistration,
+    isr: tuple[int, ...],
+    min_isr: int,
+    unclean_shutdown: frozenset[int],
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """KIP-966: while the ISR is below min ISR, replicas that leave it keep their claim (they
+    hold everything up to the HW, which cannot have moved) unless they shut down uncleanly."""
+    if len(isr) >= min_isr:
+        return (), ()
+    keep = [r for r in (*part.isr, *part.elr) if r not in isr and r not in unclean_shutdown]
+    elr = tuple(dict.fromkeys(keep))
+    last_known = (part.leader,) if part.leader is not None and not isr and not elr else ()
+    return elr, last_known or part.last_known_elr
+
+
+def _elect(
+    part: PartitionRegistration,
+    isr: tuple[int, ...],
+    elr: tuple[int, ...],
+    last_known: tuple[int, ...],
+    acceptable: Callable[[int], bool],
+    elr_enabled: bool,
+    unclean: bool,
+) -> tuple[int | None, tuple[int, ...], tuple[int, ...]]:
+    if part.leader is not None and part.leader in isr and acceptable(part.leader):
+        return part.leader, isr, elr
+    for r in part.replicas:
+        if r in isr and acceptable(r):
+            return r, isr, elr
+    if elr_enabled and not isr:
+        for r in part.replicas:
+            if r in elr and acceptable(r):
+                return r, (r,), tuple(e for e in elr if e != r)
+        for r in last_known:
+            if acceptable(r):
+                return r, (r,), elr
+    if unclean:
+        for r in part.replicas:
+            if acceptable(r):
+                return r, (r,), ()
+    return None, isr, elr
+
+
+def remove_from_isr(
+    part: PartitionRegistration,
+    broker: int,
+    *,
+    acceptable: Callable[[int], bool],
+    min_isr: int,
+    elr_enabled: bool = False,
+    unclean: bool = False,
+    unclean_shutdown: frozenset[int] = frozenset(),
+) -> PartitionRegistration:
+    """A broker is fenced or shutting down: it leaves the ISR and any leadership moves away.
+    Without ELR the ISR never becomes empty: the last member stays in it (and the partition has
+    no leader until it returns); with ELR it may empty, its members moving to the ELR."""
+    if broker not in part.isr and part.leader != broker:
+        return part
+    target = tuple(r for r in part.isr if r != broker)
+    if not target and not elr_enabled:
+        target = part.isr
+        if part.leader == broker:
+            return replace(
+                part,
+                leader=None,
+                leader_epoch=part.leader_epoch + 1,
+                partition_epoch=part.partition_epoch + 1,
+            )
+        return part
+    return partition_change(
+        part,
+        target_isr=target,
+        acceptable=lambda r: r != broker and acceptable(r),
+        min_isr=min_isr,
+        elr_enabled=elr_enabled,
+        unclean=unclean,
+        unclean_shutdown=unclean_shutdown,
+    )
