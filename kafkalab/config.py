@@ -18,7 +18,7 @@ from kafkalab.errors import ConfigError, did_you_mean
 __all__ = ["PRESETS", "Config", "make_config", "normalize_key"]
 
 ACKS_ALLOWED = ("0", "1", "all", "-1")
-CONTROLLER_MODES = ("dedicated", "zk")
+CONTROLLER_MODES = ("dedicated", "zk", "kraft")
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,14 @@ class Config:
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
     controlled_shutdown_enable: bool = True
     # Where the controller runs: "dedicated", a node beside ZooKeeper that never fails (lessons
-    # about replication alone), or "zk", a broker elected through ZooKeeper's /controller.
+    # about replication alone), "zk", a broker elected through ZooKeeper's /controller, or
+    # "kraft", a Raft quorum of controller nodes c1..c3 (Kafka 4 has no ZooKeeper).
     controller_mode: str = "dedicated"
+    broker_heartbeat_interval_ms: int = 2000
+    broker_session_timeout_ms: int = 9000
+    controller_quorum_election_timeout_ms: int = 1000
+    controller_quorum_fetch_timeout_ms: int = 2000
+    eligible_leader_replicas_enable: bool = False  # KIP-966 (eligible.leader.replicas.version)
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
     hw_freeze_under_min_isr: bool = True  # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR
 
@@ -104,6 +110,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000)),  # KIP-537
     ("3.0", {}),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
+    ("4.0", dict(controller_mode="kraft")),  # ZooKeeper removed; ELR available, off by default
 ]
 
 
@@ -190,6 +197,10 @@ def _validate(c: Config) -> None:
         "replica_high_watermark_checkpoint_interval_ms",
         "zookeeper_session_timeout_ms",
         "leader_imbalance_check_interval_ms",
+        "broker_heartbeat_interval_ms",
+        "broker_session_timeout_ms",
+        "controller_quorum_election_timeout_ms",
+        "controller_quorum_fetch_timeout_ms",
     ):
         value = getattr(c, name)
         if value < 1:

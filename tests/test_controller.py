@@ -164,3 +164,73 @@ def test_metrics_follow_offline_and_under_replicated_partitions() -> None:
     metrics = c.trace.of_kind("metrics")[-1].data
     assert metrics == {"offline_partitions": 2, "under_replicated_partitions": 2}
     assert c.state()["offline_partitions"] == 2
+
+
+# ---- KRaft ---------------------------------------------------------------------------------
+
+KRAFT_SAFE = make_config({"min.insync.replicas": 2, "controller_mode": "kraft"})
+
+
+def test_kraft_mode_survives_crashes_cuts_and_pauses_of_brokers_and_controllers() -> None:
+    activations = resigned = 0
+    for seed in range(12):
+        faults = random_faults(
+            seed,
+            3,
+            DURATION_MS,
+            mean_interval_ms=2500,
+            kinds=("crash", "disconnect", "pause"),
+            controllers=("c1", "c2", "c3"),
+        )
+        out = simulate(
+            KRAFT_SAFE,
+            seed=seed,
+            duration_ms=DURATION_MS,
+            settle_ms=40000,
+            faults=faults,
+            check_invariants=True,
+            keep_cluster=True,
+        )
+        assert isinstance(out, tuple)
+        result, cluster = out
+        assert result.safe, f"seed {seed}: {result}\n{result.replay_hint()}"
+        epochs = cluster.monitor.controller_epochs
+        assert epochs == sorted(set(epochs)), f"seed {seed}: controller epochs {epochs}"
+        activations += len(epochs)
+        resigned += len(cluster.trace.of_kind("controller_resigned"))
+    assert activations > 12 and resigned > 0, "the sweep must move the active controller"
+
+
+def test_kraft_fences_a_silent_broker_after_the_session_timeout() -> None:
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    start = c.now
+    c.crash(2)
+    c.advance(c.config.broker_session_timeout_ms - 1000)
+    assert 2 in c.isr
+    c.advance(3000)
+    fenced = c.trace.of_kind("broker_fenced")
+    assert [e.data["broker"] for e in fenced] == [2]
+    assert start + c.config.broker_session_timeout_ms < fenced[0].time_ms <= c.now
+    assert 2 not in c.isr and c.leader_epoch == 0  # an ISR shrink keeps the leader epoch
+
+
+def test_kraft_controller_failover_keeps_the_partition_state() -> None:
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    first, epoch = c.controller, c.controller_epoch
+    before = c.partition_states()
+    c.crash(first)
+    c.advance(6000)
+    assert c.controller not in (None, first) and c.controller_epoch > epoch
+    assert c.partition_states() == before
+    c.restart(first)
+    c.advance(6000)
+    assert c.controller != first, "the old controller rejoins as a follower of the quorum"
+
+
+def test_kraft_unclean_shutdown_leaves_the_elr_and_a_clean_one_keeps_its_place() -> None:
+    s = scenarios.get("kraft-elr-recovery")
+    clean = scenarios.run(s).cluster
+    assert clean.leader == 2
+    text = s.source.replace("  - stop: 2\n", "  - crash: 2\n")
+    unclean = scenarios.run(scenarios.parse(text)).cluster
+    assert unclean.leader is None, "a broker back from a crash may have lost records"

@@ -102,8 +102,13 @@ class Broker:
         disks: dict[str, Disk],
         *,
         auto_fetch: bool,
+        controller_nodes: tuple[str, ...] = (),
+        clean_restart: bool = False,
     ) -> None:
         self.id = broker_id
+        self.kraft = config.controller_mode == "kraft"
+        self.controller_nodes = controller_nodes  # the KRaft quorum, when there is one
+        self.clean_restart = clean_restart  # the last run ended in a clean shutdown
         self.config = config
         self.auto_fetch = auto_fetch
         self.partitions = {tp: ReplicaState(tp, Log(disk)) for tp, disk in disks.items()}
@@ -112,7 +117,9 @@ class Broker:
         self.correlation = 0
         # Where AlterIsr goes: the dedicated controller, or the broker ZooKeeper says won.
         self.controller_address: Any = (
-            DEDICATED_CONTROLLER if config.controller_mode == "dedicated" else None
+            DEDICATED_CONTROLLER
+            if config.controller_mode == "dedicated"
+            else (controller_nodes[0] if self.kraft and controller_nodes else None)
         )
         self.controller_epoch = 0  # the highest controller epoch seen
         self.controller: Controller | None = None  # set while this broker is the controller
@@ -131,6 +138,9 @@ class Broker:
             m.ZkControllerChange: self._on_controller_change,
             m.ZkElected: self._on_elected,
             m.ControlledShutdownResponse: self._on_controlled_shutdown_response,
+            m.NotController: self._on_not_controller,
+            m.BrokerRegistrationResponse: self._on_kraft_registered,
+            m.BrokerHeartbeatResponse: self._on_heartbeat_response,
             FetchNow: self._on_fetch_now,
             Stop: self._on_stop,
         }
@@ -138,9 +148,13 @@ class Broker:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self, ctx: Context) -> None:
-        """KafkaServer.startup: register in ZooKeeper and start the periodic tasks."""
-        ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
-        ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
+        """KafkaServer.startup (BrokerServer in KRaft): register, and start the periodic tasks."""
+        if self.kraft:
+            ctx.send(self.controller_address, m.BrokerRegistration(self.id, self.clean_restart))
+            ctx.set_timer(self.config.broker_heartbeat_interval_ms, "kraft_heartbeat")
+        else:
+            ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
+            ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
         ctx.set_timer(self.config.replica_high_watermark_checkpoint_interval_ms, "hw_checkpoint")
         ctx.set_timer(self.config.replica_lag_time_max_ms // 2, "isr_expiration")
 
@@ -162,6 +176,9 @@ class Broker:
                 self.controller.on_timer(ctx, name, data)
         elif name == "stop_timeout":
             self._stop_now(ctx, "controlled shutdown got no answer")
+        elif name == "kraft_heartbeat":
+            self._send_heartbeat(ctx)
+            ctx.set_timer(self.config.broker_heartbeat_interval_ms, "kraft_heartbeat")
         elif name == "zk_heartbeat":
             if self.session is not None:
                 ctx.send(ZOOKEEPER, m.ZkHeartbeat(self.id, self.session))
@@ -209,6 +226,42 @@ class Broker:
             self._resign(ctx, msg.controller_epoch)  # it lost /controller with its old session
         if self.config.controller_mode == "zk" and msg.controller is None:
             ctx.send(ZOOKEEPER, m.ZkElect(self.id, msg.session))  # KafkaController.startup
+
+    # ---- KRaft: registration and heartbeats (BrokerLifecycleManager) -------------------------
+
+    def _send_heartbeat(self, ctx: Context) -> None:
+        if self.session is None:
+            ctx.send(self.controller_address, m.BrokerRegistration(self.id, self.clean_restart))
+        else:
+            hb = m.BrokerHeartbeat(self.id, self.session, want_shutdown=self.stopping)
+            ctx.send(self.controller_address, hb)
+
+    def _on_not_controller(self, ctx: Context, src: Any, msg: m.NotController) -> None:
+        """Try the active controller the node named, or else the next controller node (the
+        retry waits for the next heartbeat)."""
+        nodes = self.controller_nodes
+        if msg.leader is not None:
+            self.controller_address = msg.leader
+            self._send_heartbeat(ctx)
+        elif nodes:
+            i = nodes.index(src) if src in nodes else -1
+            self.controller_address = nodes[(i + 1) % len(nodes)]
+
+    def _on_kraft_registered(
+        self, ctx: Context, src: Any, msg: m.BrokerRegistrationResponse
+    ) -> None:
+        self.session = msg.broker_epoch
+        self.controller_address = src
+        self._send_heartbeat(ctx)  # a fenced broker is unfenced by its first heartbeat
+
+    def _on_heartbeat_response(
+        self, ctx: Context, src: Any, msg: m.BrokerHeartbeatResponse
+    ) -> None:
+        if msg.error == m.STALE_BROKER_EPOCH:
+            self.session = None  # the controller does not know this incarnation: register again
+            self._send_heartbeat(ctx)
+        elif msg.shutdown_ready and self.stopping:
+            self._stop_now(ctx, "controlled shutdown done")
 
     def _on_controller_change(self, ctx: Context, src: Any, msg: m.ZkControllerChange) -> None:
         """The watch on /controller: race for it when it is gone, else note who holds it."""
@@ -275,11 +328,24 @@ class Broker:
             ctx.emit("stale_leader_and_isr", broker=self.id, leader_epoch=msg.leader_epoch)
             return
         if msg.leader_epoch == r.leader_epoch and r.role is not None:
+            if msg.partition_epoch > r.partition_epoch:
+                self._update_partition(ctx, r, msg)
             return
         if msg.leader == self.id:
             self._make_leader(ctx, r, msg)
         else:
             self._make_follower(ctx, r, msg)
+
+    def _update_partition(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Same leader epoch, newer partition epoch: only the ISR changed (in KRaft an ISR
+        change does not bump the leader epoch; Partition.makeLeader compares partition
+        epochs)."""
+        r.isr = msg.isr
+        r.partition_epoch = msg.partition_epoch
+        if r.role == "leader":
+            ctx.emit("isr_applied", broker=self.id, tp=r.tp, isr=list(msg.isr))
+            self._maybe_increment_hw(ctx, r)
+            self._complete_produces(ctx, r)
 
     def _make_leader(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """Partition.makeLeader: record the new epoch at the LEO at once; ISR followers count as
@@ -362,13 +428,16 @@ class Broker:
         if not self.config.controlled_shutdown_enable or self.session is None:
             self._stop_now(ctx, "stopped without controlled shutdown")
             return
+        ctx.set_timer(self.config.request_timeout_ms, "stop_timeout")
+        if self.kraft:
+            self._send_heartbeat(ctx)  # wantShutDown: the controller moves leaderships first
+            return
         target = self.controller_address
         request = m.ControlledShutdownRequest(self.id, self.session)
         if target == self.id and self.controller is not None:
             self.controller.handle(ctx, self.id, request)
         else:
             ctx.send(target, request)
-        ctx.set_timer(self.config.request_timeout_ms, "stop_timeout")
 
     def _on_controlled_shutdown_response(
         self, ctx: Context, src: Any, msg: m.ControlledShutdownResponse
@@ -381,7 +450,7 @@ class Broker:
         learns at once instead of after the session timeout."""
         for r in self.partitions.values():
             r.log.flush()
-        if self.session is not None:
+        if self.session is not None and not self.kraft:
             ctx.send(ZOOKEEPER, m.ZkClose(self.id, self.session))
         ctx.stop_process(why, clean=True)
 

@@ -123,15 +123,7 @@ def remove_from_isr(
         return part
     target = tuple(r for r in part.isr if r != broker)
     if not target and not elr_enabled:
-        target = part.isr
-        if part.leader == broker:
-            return replace(
-                part,
-                leader=None,
-                leader_epoch=part.leader_epoch + 1,
-                partition_epoch=part.partition_epoch + 1,
-            )
-        return part
+        target = part.isr  # the last member stays; only an unclean election can replace it
     return partition_change(
         part,
         target_isr=target,

@@ -15,12 +15,17 @@ __all__ = [
     "AlterIsr",
     "AlterIsrResponse",
     "BrokerChange",
+    "BrokerHeartbeat",
+    "BrokerHeartbeatResponse",
+    "BrokerRegistration",
+    "BrokerRegistrationResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
     "ElectPreferredLeaders",
     "FetchRequest",
     "FetchResponse",
     "LeaderAndIsr",
+    "NotController",
     "OffsetsForLeaderEpochRequest",
     "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
@@ -50,6 +55,8 @@ UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE"
 INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
 NOT_CONTROLLER = "NOT_CONTROLLER"
+STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 
 
@@ -252,3 +259,38 @@ class BrokerChange:
     broker's epoch (the czxid of its registration znode)."""
 
     live: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NotController:
+    """KRaft: this controller node is not the active one; ``leader`` is a hint, if known."""
+
+    leader: Any
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """KRaft: a starting broker registers with the active controller, saying whether its last
+    run ended in a clean shutdown (Kafka sends the previous broker epoch it kept on disk)."""
+
+    broker: int
+    clean_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationResponse:
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeat:
+    broker: int
+    broker_epoch: int
+    want_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatResponse:
+    error: str
+    fenced: bool
+    shutdown_ready: bool

@@ -18,7 +18,7 @@ import yaml
 
 from kafkalab.config import make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
-from kafkalab.sim.cluster import Cluster
+from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
 
 __all__ = [
     "EXPECT_KEYS",
@@ -262,6 +262,8 @@ def _step(index: int, raw: Any, origin: str, brokers: int) -> Step:
     for key in ("follower", "broker"):
         if key in args:
             b = args[key]
+            if kind in ("crash", "restart") and b in CONTROLLER_NODES:
+                continue  # a KRaft controller node
             if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= brokers:
                 raise ScenarioError(
                     f"{where} ({kind}): {key} {b!r} does not exist: brokers are 1..{brokers}"

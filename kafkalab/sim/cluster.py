@@ -8,6 +8,7 @@ their own, messages take time, and workloads and faults are scheduled.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.assignment import assign_replicas
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
 from kafkalab.protocol.controller import ControllerNode, PartitionState, ZooKeeper
+from kafkalab.protocol.kraft import PartitionRegistration
+from kafkalab.protocol.kraft_node import KRaftNode
 from kafkalab.protocol.log import Disk, Log
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.sim.engine import Simulation
@@ -30,6 +33,7 @@ __all__ = ["Cluster", "ReplicaView"]
 MODES = ("stepped", "timed")
 MAX_BROKERS = 64
 CLIENT_HOST = "client"
+CONTROLLER_NODES = ("c1", "c2", "c3")  # the KRaft controller quorum
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ class Cluster:
         self.sim = Simulation(seed=seed, latency_ms=lat, trace_messages=trace_messages)
         self.sim.on_halt = self._on_halt
         self.disks: dict[int, dict[str, Disk]] = {}
+        self._stopped_nodes: dict[str, Any] = {}  # crashed KRaft controller nodes
+        self._clean_stops: set[int] = set()  # brokers whose last run ended cleanly
         self.monitor = InvariantMonitor(self, raise_on_violation=check_invariants)
         self.sim.observers.append(self.monitor.observe)
         self._steps = 0
@@ -182,7 +188,9 @@ class Cluster:
         partitions = {
             tp: PartitionState(tuple(r), r[0], 0, tuple(r)) for tp, r in self.assignment.items()
         }
-        if self.config.controller_mode == "zk":
+        if self.kraft:
+            self._start_quorum()
+        elif self.config.controller_mode == "zk":
             self.sim.add("zk", ZooKeeper(self.config, partitions, elected=True), "zk")
         else:
             self.sim.add("zk", ZooKeeper(self.config), "zk")
@@ -191,9 +199,63 @@ class Cluster:
         for b in self.broker_ids:
             self._start_broker(b, {tp: Disk() for tp, r in self.assignment.items() if b in r})
         self._settle()
+        if self.kraft and self.mode == "stepped":
+            # A KRaft cluster needs a moment: the quorum elects its leader, the brokers register
+            # and are unfenced. A stepped lesson starts once every replica knows its role.
+            self.sim.run_until(self.sim.now + 120000, self._kraft_ready)
+            self._settle()
 
-    def _start_broker(self, b: int, disks: dict[str, Disk]) -> None:
-        broker = Broker(b, self.config, disks, auto_fetch=self.mode == "timed")
+    @property
+    def kraft(self) -> bool:
+        return self.config.controller_mode == "kraft"
+
+    def _start_quorum(self, nodes: Iterable[str] = CONTROLLER_NODES) -> None:
+        for node in nodes:
+            self._start_controller_node(node, None)
+
+    def _start_controller_node(self, node: str, store: Any) -> None:
+        timeout = self.config.controller_quorum_election_timeout_ms
+        rng = self.sim.stream(f"raft:{node}")
+        draws = (rng.randrange(timeout) for _ in itertools.count())
+        partitions = {
+            tp: PartitionRegistration(tuple(r), r[0], 0, tuple(r))
+            for tp, r in self.assignment.items()
+        }
+        actor = KRaftNode(
+            node, CONTROLLER_NODES, self.config, partitions, election_draws=draws, store=store
+        )
+        self.sim.add(node, actor, node)
+
+    def _kraft_ready(self) -> bool:
+        active = self._active_node()
+        if active is None:
+            return False
+        if any(b not in active.brokers or active.brokers[b].fenced for b in self.broker_ids):
+            return False
+        for tp, replicas in self.assignment.items():
+            for b in replicas:
+                actor = self.sim.actors.get(b)
+                if actor is None or actor.partitions[tp].role is None:
+                    return False
+        return True
+
+    def _active_node(self) -> Any:
+        for node in CONTROLLER_NODES:
+            actor = self.sim.actors.get(node)
+            if actor is not None and actor.active:
+                return actor
+        return None
+
+    def _start_broker(self, b: int, disks: dict[str, Disk], clean: bool = False) -> None:
+        nodes = CONTROLLER_NODES if self.kraft else ()
+        broker = Broker(
+            b,
+            self.config,
+            disks,
+            auto_fetch=self.mode == "timed",
+            controller_nodes=nodes,
+            clean_restart=clean,
+        )
         self.sim.add(b, broker, b)
 
     def _settle(self) -> None:
@@ -316,7 +378,11 @@ class Cluster:
 
     def crash(self, broker: int, *, lose_unflushed: bool = False) -> None:
         """Stop a broker. A process crash keeps the page cache; a power loss
-        (``lose_unflushed``) keeps only what was flushed to disk."""
+        (``lose_unflushed``) keeps only what was flushed to disk. In KRaft mode a controller
+        node ("c1", "c2", "c3") can crash too; it keeps its quorum state and metadata log."""
+        if self.kraft and broker in CONTROLLER_NODES:
+            self._crash_controller_node(str(broker))
+            return
         self._running_broker(broker)
         self._step("crash", broker=broker, lose_unflushed=lose_unflushed)
         self._crash(broker, lose_unflushed, None)
@@ -328,8 +394,10 @@ class Cluster:
         actor = self.sim.remove(broker)
         self.disks[broker] = actor.disks(lose_unflushed)
         if clean:
+            self._clean_stops.add(broker)
             self.sim.record("stopped", broker, {"reason": reason})
             return
+        self._clean_stops.discard(broker)
         data: dict[str, Any] = {"lose_unflushed": lose_unflushed}
         if reason:
             data["halted"] = reason
@@ -340,17 +408,39 @@ class Cluster:
             self._crash(broker, False, reason, clean)
 
     def restart(self, broker: int) -> None:
-        """Start a stopped broker again from what its disk holds."""
+        """Start a stopped broker (or KRaft controller node) again from what its disk holds."""
+        if self.kraft and broker in CONTROLLER_NODES:
+            self._restart_controller_node(str(broker))
+            return
         self._check_broker(broker)
         if broker in self.sim.actors:
             raise ActionError(f"broker {broker} is already running: crash it before a restart")
         self._step("restart", broker=broker)
         disks = self.disks.pop(broker)
-        self._start_broker(broker, disks)
+        self._start_broker(broker, disks, clean=broker in self._clean_stops)
+        self._clean_stops.discard(broker)
         r = self.sim.actors[broker].partitions.get(self.tp)
         self.sim.record(
             "restart", broker, {"leo": r.log.leo if r else 0, "hw": r.log.hw if r else 0}
         )
+        self._settle()
+
+    def _crash_controller_node(self, node: str) -> None:
+        if node not in self.sim.actors:
+            raise ActionError(f"controller node {node} is not running: restart it first")
+        self._step("crash", broker=node)
+        actor = self.sim.remove(node)
+        self._stopped_nodes[node] = actor
+        self.sim.record("crash", node, {"lose_unflushed": False})
+        self._settle()
+
+    def _restart_controller_node(self, node: str) -> None:
+        if node in self.sim.actors:
+            raise ActionError(f"controller node {node} is already running: crash it first")
+        self._step("restart", broker=node)
+        stopped = self._stopped_nodes.pop(node)
+        self._start_controller_node(node, stopped.disk())
+        self.sim.record("restart", node, {})
         self._settle()
 
     def flush(self, broker: int) -> None:
@@ -422,15 +512,26 @@ class Cluster:
         self._step("advance", ms=ms)
         self.sim.run_until(self.sim.now + ms)
 
+    def _hosts(self, node: Any) -> list[Any]:
+        """The hosts a node name stands for: in KRaft mode "zk" names the controller quorum,
+        so scenarios about losing ZooKeeper ask what losing the controllers does."""
+        if self.kraft and node in ("zk", "controller"):
+            return list(CONTROLLER_NODES)
+        return [self._node(node)]
+
     def _node(self, node: Any) -> Any:
-        if node in ("zk", "controller"):
+        if self.kraft and node in CONTROLLER_NODES:
+            return node
+        if node in ("zk", "controller") and not self.kraft:
             return "zk"
         if node in ("client", "producer"):
             return CLIENT_HOST
         if isinstance(node, int) and not isinstance(node, bool) and node in self.broker_ids:
             return node
+        quorum = ", ".join(CONTROLLER_NODES) if self.kraft else "zk"
         raise ActionError(
-            f"node {node!r} does not exist: use a broker id ({self._broker_range()}), zk or client"
+            f"node {node!r} does not exist: use a broker id ({self._broker_range()}), {quorum} "
+            "or client"
         )
 
     def disconnect(self, a: Any, b: Any) -> None:
@@ -442,17 +543,19 @@ class Cluster:
         self._link(a, b, True)
 
     def _link(self, a: Any, b: Any, up: bool) -> None:
-        ha, hb = self._node(a), self._node(b)
-        if ha == hb:
+        hosts_a, hosts_b = self._hosts(a), self._hosts(b)
+        if set(hosts_a) & set(hosts_b):
             raise ActionError(f"{a!r} and {b!r} are the same node: name two different nodes")
         self._step("reconnect" if up else "disconnect", a=a, b=b)
-        self.sim.set_link(ha, hb, up)
-        self.sim.record("link", "network", {"a": ha, "b": hb, "up": up})
+        for ha in hosts_a:
+            for hb in hosts_b:
+                self.sim.set_link(ha, hb, up)
+                self.sim.record("link", "network", {"a": ha, "b": hb, "up": up})
         self._settle()
 
     def partition(self, groups: Iterable[Iterable[Any]]) -> None:
         """Cut every link between nodes of different groups; nodes left out keep their links."""
-        hosts = [[self._node(n) for n in g] for g in groups]
+        hosts = [[h for n in g for h in self._hosts(n)] for g in groups]
         seen = [h for g in hosts for h in g]
         if len(set(seen)) != len(seen):
             raise ActionError(f"partition groups {groups!r} name a node twice")
@@ -527,8 +630,21 @@ class Cluster:
 
     def partition_states(self) -> dict[str, PartitionState]:
         """Every partition's committed leader, leader epoch and ISR, by partition name."""
+        if self.kraft:
+            return dict(self._quorum_view().partitions)
         holder = "zk" if self.config.controller_mode == "zk" else "controller"
         return dict(self.sim.actors[holder].partitions)
+
+    def _quorum_view(self) -> Any:
+        """The controller node that knows most: the active one, else the one that applied the
+        most committed metadata (ties: the first)."""
+        active = self._active_node()
+        if active is not None:
+            return active
+        nodes = [self.sim.actors[n] for n in CONTROLLER_NODES if n in self.sim.actors]
+        if not nodes:
+            nodes = [self._stopped_nodes[n] for n in CONTROLLER_NODES]
+        return max(nodes, key=lambda a: a.applied)
 
     def partitions(self) -> list[str]:
         """The partition names, such as "demo-0"."""
@@ -547,8 +663,11 @@ class Cluster:
 
     @property
     def controller(self) -> Any:
-        """The controller: a broker id, "controller" for the dedicated one, or None while no
-        broker holds /controller."""
+        """The controller: a broker id, "controller" for the dedicated one, the active KRaft
+        controller node, or None while there is none."""
+        if self.kraft:
+            active = self._active_node()
+            return active.id if active is not None else None
         zk = self.sim.actors["zk"]
         if self.config.controller_mode != "zk":
             return "controller"
@@ -556,6 +675,9 @@ class Cluster:
 
     @property
     def controller_epoch(self) -> int:
+        """The controller epoch (in KRaft mode, the Raft epoch of the quorum)."""
+        if self.kraft:
+            return self._quorum_view().controller_epoch
         if self.config.controller_mode != "zk":
             return 1
         return self.sim.actors["zk"].controller_epoch

@@ -114,15 +114,16 @@ def random_faults(
     max_down_ms: int = 25000,
     power_loss: bool = False,
     kinds: Sequence[str] = ("crash", "disconnect"),
+    controllers: Sequence[str] = (),
 ) -> list[Fault]:
     """A random fault schedule drawn from its own stream of ``seed``: broker crashes (with
     restarts), cut links (with repairs) and, if asked, pauses (with resumes), never two
-    overlapping faults on one broker."""
+    overlapping faults on one node. ``controllers`` adds KRaft controller nodes to the targets."""
     for kind in kinds:
         if kind not in ("crash", "disconnect", "pause"):
             raise ConfigError(f"fault kind {kind!r} is not allowed: use crash, disconnect or pause")
     rng = random.Random(f"{seed}:faults")
-    nodes: list[Any] = list(range(1, brokers + 1))
+    nodes: list[Any] = [*range(1, brokers + 1), *controllers]
     busy_until = dict.fromkeys([*nodes, "zk"], 0)
     faults: list[Fault] = []
     t = 0
@@ -215,9 +216,9 @@ def _recover(cluster: Cluster) -> None:
     for host in sorted(cluster.sim.paused, key=str):
         cluster.resume(host)
     cluster.heal()
-    for b in cluster.broker_ids:
-        if b not in cluster.sim.actors:
-            cluster.restart(b)
+    for node in [*cluster.broker_ids, *sorted(cluster._stopped_nodes)]:
+        if node not in cluster.sim.actors:
+            cluster.restart(node)
 
 
 def _result(

@@ -1,0 +1,438 @@
+"""A KRaft controller node (Kafka 3.x/4.x, no ZooKeeper).
+
+Each controller node ("c1", "c2", "c3") is a voter of the Raft quorum (:mod:`raft`) and applies
+the committed metadata records to the same picture of the cluster: registered brokers (with
+their broker epoch, fenced or not, shutting down or not) and partitions. The Raft leader is the
+*active controller* once its own leader-change record is committed (it has then replayed
+everything before it, as QuorumController.handleLeaderChange waits for). It alone decides, and
+every decision is a metadata record: it acts on one only after the quorum committed it.
+
+What the active controller does (ClusterControlManager, ReplicationControlManager):
+
+- a broker registers (BrokerRegistrationRequest) and starts fenced; its broker epoch is the
+  offset of its registration record. A broker that registers again while its old incarnation
+  was still unfenced shut down uncleanly: it is fenced first (KAFKA-18106);
+- brokers heartbeat every broker.heartbeat.interval.ms; a fenced broker that heartbeats is
+  unfenced; one silent for broker.session.timeout.ms is fenced: it leaves every ISR and its
+  leaderships move (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`);
+- AlterPartition from leaders, where a fenced or shutting-down replica may not join (KIP-841);
+- controlled shutdown through the heartbeat (wantShutDown): leaderships move first;
+- preferred-leader elections.
+
+Brokers here learn each committed partition change from the active controller directly (as
+LeaderAndIsr, carrying the Raft epoch as controller epoch) instead of fetching the metadata log
+themselves; what they learn, and when it is committed, is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kafkalab.config import Config
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.kraft import PartitionRegistration, partition_change, remove_from_isr
+from kafkalab.protocol.raft import LeaderChange, MetadataRecord, QuorumController, QuorumStore
+
+__all__ = ["BrokerInfo", "KRaftNode"]
+
+FENCE_CHECK_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_epoch: int
+    fenced: bool = True
+    shutting_down: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    broker: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStateRecord:
+    """BrokerRegistrationChangeRecord: fenced or not, in controlled shutdown or not."""
+
+    broker: int
+    fenced: bool
+    shutting_down: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord:
+    tp: str
+    registration: PartitionRegistration
+
+
+class KRaftNode:
+    """One controller node: a Raft voter plus, while it leads, the active controller."""
+
+    def __init__(
+        self,
+        node_id: str,
+        voters: Iterable[str],
+        config: Config,
+        partitions: dict[str, PartitionRegistration],
+        *,
+        election_draws: Iterable[int],
+        store: QuorumStore | None = None,
+    ) -> None:
+        self.id = node_id
+        self.config = config
+        self.raft = QuorumController(
+            node_id,
+            voters,
+            election_draws=election_draws,
+            election_timeout_ms=config.controller_quorum_election_timeout_ms,
+            fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
+            store=store,
+        )
+        self.bootstrap = dict(partitions)  # the topic as it was created
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.partitions: dict[str, PartitionRegistration] = dict(partitions)
+        self.applied = 0
+        self.active = False
+        self.last_contact: dict[int, int] = {}
+        self._replies: dict[int, list[tuple[Any, Any]]] = {}  # offset -> sends once committed
+        self._shutdown_waiting: dict[int, Any] = {}
+
+    @property
+    def controller_epoch(self) -> int:
+        return self.raft.epoch
+
+    def disk(self) -> QuorumStore:
+        return self.raft.durable()
+
+    # ---- actor interface ---------------------------------------------------------------------
+
+    def start(self, ctx: Context) -> None:
+        self.raft.start(ctx)
+        self._after_raft(ctx)
+
+    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
+        if name.startswith("raft:"):
+            self.raft.on_timer(ctx, name, data)
+        elif name == "kraft:fence_check" and self.active:
+            self._fence_silent_brokers(ctx)
+            ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
+        elif name == "kraft:rebalance" and self.active:
+            self._auto_rebalance(ctx)
+            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
+        self._after_raft(ctx)
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if type(msg).__module__.endswith(".raft"):
+            self.raft.handle(ctx, src, msg)
+        elif not self.active:
+            ctx.send(
+                src, m.NotController(self.raft.leader if self.raft.leader != self.id else None)
+            )
+        elif isinstance(msg, m.BrokerRegistration):
+            self._on_registration(ctx, src, msg)
+        elif isinstance(msg, m.BrokerHeartbeat):
+            self._on_heartbeat(ctx, src, msg)
+        elif isinstance(msg, m.AlterIsr):
+            self._on_alter_partition(ctx, src, msg)
+        elif isinstance(msg, m.ElectPreferredLeaders):
+            self._elect_preferred(ctx, msg.tp)
+        self._after_raft(ctx)
+
+    # ---- committed records -------------------------------------------------------------------
+
+    def _after_raft(self, ctx: Context) -> None:
+        """Apply what the quorum committed since last time; step down when no longer leader."""
+        if self.active and not self.raft.is_leader:
+            self.active = False
+            ctx.emit(
+                "controller_resigned",
+                controller=self.id,
+                controller_epoch=self.controller_epoch,
+                current_epoch=self.raft.epoch,
+            )
+        for record in self.raft.committed()[self.applied :]:
+            self.applied = record.offset + 1
+            self._apply(ctx, record)
+        for offset in [o for o in self._replies if o < self.raft.hw]:
+            for dst, msg in self._replies.pop(offset):
+                ctx.send(dst, msg, hold=True)
+
+    def _apply(self, ctx: Context, record: MetadataRecord) -> None:
+        p = record.payload
+        if isinstance(p, LeaderChange):
+            if p.leader == self.id and record.epoch == self.raft.epoch and self.raft.is_leader:
+                self._activate(ctx)
+        elif isinstance(p, RegisterBrokerRecord):
+            self.brokers[p.broker] = BrokerInfo(p.broker_epoch)
+            self._after_broker_change(ctx)
+            if self.active:  # a new broker replays the metadata: it learns its partitions
+                for tp, reg in self.partitions.items():
+                    if p.broker in reg.replicas:
+                        self._send_leader_and_isr(ctx, tp, reg, only=p.broker)
+        elif isinstance(p, BrokerStateRecord):
+            info = self.brokers[p.broker]
+            self.brokers[p.broker] = replace(info, fenced=p.fenced, shutting_down=p.shutting_down)
+            self._after_broker_change(ctx)
+        elif isinstance(p, PartitionChangeRecord):
+            old = self.partitions.get(p.tp)
+            self.partitions[p.tp] = p.registration
+            if self.active:
+                self._announce_partition(ctx, p.tp, old, p.registration)
+
+    def _activate(self, ctx: Context) -> None:
+        """QuorumController becomes active: every broker gets a grace period for its next
+        heartbeat, and the full state is sent out."""
+        self.active = True
+        self.last_contact = dict.fromkeys(self.brokers, ctx.now)
+        ctx.emit("controller_elected", broker=self.id, controller_epoch=self.controller_epoch)
+        ctx.emit(
+            "controller_failover",
+            controller=self.id,
+            controller_epoch=self.controller_epoch,
+            live=self._live(),
+        )
+        self._send_metadata(ctx)
+        for tp, reg in self.partitions.items():
+            self._send_leader_and_isr(ctx, tp, reg)
+        ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
+        if self.config.auto_leader_rebalance_enable:
+            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
+
+    def _live(self) -> list[int]:
+        return sorted(b for b, info in self.brokers.items() if not info.fenced)
+
+    def _acceptable(self, broker: int) -> bool:
+        info = self.brokers.get(broker)
+        return info is not None and not info.fenced and not info.shutting_down
+
+    def _after_broker_change(self, ctx: Context) -> None:
+        if self.active:
+            self._send_metadata(ctx)
+
+    def _send_metadata(self, ctx: Context) -> None:
+        msg = m.UpdateMetadata(self.controller_epoch, tuple(self._live()), self.id)
+        for b in sorted(self.brokers):
+            ctx.send(b, msg, hold=True)
+
+    def _send_leader_and_isr(
+        self, ctx: Context, tp: str, reg: PartitionRegistration, only: int | None = None
+    ) -> None:
+        msg = m.LeaderAndIsr(
+            tp,
+            self.controller_epoch,
+            reg.leader,
+            reg.leader_epoch,
+            reg.isr,
+            reg.partition_epoch,
+            reg.replicas,
+        )
+        for b in reg.replicas:
+            if b in self.brokers and (only is None or b == only):
+                ctx.send(b, msg, hold=True)
+
+    def _announce_partition(
+        self, ctx: Context, tp: str, old: PartitionRegistration | None, new: PartitionRegistration
+    ) -> None:
+        ctx.emit(
+            "partition_state",
+            tp=tp,
+            leader=new.leader,
+            leader_epoch=new.leader_epoch,
+            isr=list(new.isr),
+            elr=list(new.elr),
+            partition_epoch=new.partition_epoch,
+            reason="partition_change",
+            controller_epoch=self.controller_epoch,
+            unclean=new.leader is not None
+            and old is not None
+            and new.leader not in old.isr
+            and new.leader not in old.elr,
+        )
+        offline = sum(1 for r in self.partitions.values() if r.leader is None)
+        under = sum(1 for r in self.partitions.values() if len(r.isr) < len(r.replicas))
+        ctx.emit("metrics", offline_partitions=offline, under_replicated_partitions=under)
+        self._send_leader_and_isr(ctx, tp, new)
+
+    # ---- decisions (active controller only) --------------------------------------------------
+
+    def _append(self, ctx: Context, payload: Any) -> int:
+        offset = self.raft.append(ctx, payload)
+        assert offset is not None  # only the active controller decides, and it leads
+        return offset
+
+    def _change(self, ctx: Context, tp: str, new: PartitionRegistration) -> int | None:
+        """Record a partition change, if it changes anything."""
+        if new == self._current(tp):
+            return None
+        return self._append(ctx, PartitionChangeRecord(tp, new))
+
+    def _current(self, tp: str) -> PartitionRegistration:
+        """The latest decided state of a partition, committed or not: decisions build on each
+        other like the controller's timeline snapshots."""
+        for record in reversed(self.raft.log[self.applied :]):
+            p = record.payload
+            if isinstance(p, PartitionChangeRecord) and p.tp == tp:
+                return p.registration
+        return self.partitions[tp]
+
+    def _set_broker(self, ctx: Context, broker: int, *, fenced: bool, shutting_down: bool) -> int:
+        info = self.brokers[broker]
+        self.brokers[broker] = replace(info, fenced=fenced, shutting_down=shutting_down)
+        return self._append(ctx, BrokerStateRecord(broker, fenced, shutting_down))
+
+    def _move_away(self, ctx: Context, broker: int) -> int | None:
+        """generateLeaderAndIsrUpdates: take ``broker`` out of every ISR it is in."""
+        last = None
+        for tp in sorted(self.partitions):
+            reg = self._current(tp)
+            new = remove_from_isr(
+                reg,
+                broker,
+                acceptable=self._acceptable,
+                min_isr=self.config.min_insync_replicas,
+                elr_enabled=self.config.eligible_leader_replicas_enable,
+                unclean=self.config.unclean_leader_election_enable,
+            )
+            last = self._change(ctx, tp, new) or last
+        return last
+
+    def _elect_where_possible(self, ctx: Context) -> None:
+        """After a broker is unfenced: partitions without a leader may get one back."""
+        for tp in sorted(self.partitions):
+            reg = self._current(tp)
+            if reg.leader is None:
+                new = partition_change(
+                    reg,
+                    target_isr=reg.isr,
+                    acceptable=self._acceptable,
+                    min_isr=self.config.min_insync_replicas,
+                    elr_enabled=self.config.eligible_leader_replicas_enable,
+                    unclean=self.config.unclean_leader_election_enable,
+                )
+                self._change(ctx, tp, new)
+
+    def _on_registration(self, ctx: Context, src: Any, req: m.BrokerRegistration) -> None:
+        info = self.brokers.get(req.broker)
+        if info is not None and not info.fenced:
+            # The old incarnation never shut down cleanly: fence it first (KAFKA-18106).
+            self._set_broker(ctx, req.broker, fenced=True, shutting_down=False)
+            self._move_away(ctx, req.broker)
+        if info is not None and not req.clean_shutdown:
+            self._forget_elr(ctx, req.broker)
+        epoch = self.raft.leo
+        offset = self._append(ctx, RegisterBrokerRecord(req.broker, epoch))
+        self.brokers[req.broker] = BrokerInfo(epoch)
+        self.last_contact[req.broker] = ctx.now
+        self._replies.setdefault(offset, []).append((src, m.BrokerRegistrationResponse(epoch)))
+
+    def _forget_elr(self, ctx: Context, broker: int) -> None:
+        """KAFKA-15586: a broker back from an unclean shutdown may have lost unflushed records,
+        so it leaves every ELR; one that shut down cleanly keeps its place."""
+        for tp in sorted(self.partitions):
+            reg = self._current(tp)
+            if broker in reg.elr or broker in reg.last_known_elr:
+                new = replace(
+                    reg,
+                    elr=tuple(r for r in reg.elr if r != broker),
+                    last_known_elr=tuple(r for r in reg.last_known_elr if r != broker),
+                    partition_epoch=reg.partition_epoch + 1,
+                )
+                self._change(ctx, tp, new)
+
+    def _on_heartbeat(self, ctx: Context, src: Any, hb: m.BrokerHeartbeat) -> None:
+        info = self.brokers.get(hb.broker)
+        if info is None or info.broker_epoch != hb.broker_epoch:
+            ctx.send(src, m.BrokerHeartbeatResponse(m.STALE_BROKER_EPOCH, True, False))
+            return
+        self.last_contact[hb.broker] = ctx.now
+        offset = None
+        if hb.want_shutdown:
+            if not info.shutting_down:
+                offset = self._set_broker(ctx, hb.broker, fenced=info.fenced, shutting_down=True)
+                offset = self._move_away(ctx, hb.broker) or offset
+        elif info.fenced:
+            offset = self._set_broker(ctx, hb.broker, fenced=False, shutting_down=False)
+            self._elect_where_possible(ctx)
+            offset = max(offset, self.raft.leo - 1)
+        ready = hb.want_shutdown and not any(
+            self._current(tp).leader == hb.broker for tp in self.partitions
+        )
+        reply = m.BrokerHeartbeatResponse(m.NONE, self.brokers[hb.broker].fenced, ready)
+        if offset is None:
+            ctx.send(src, reply)
+        else:
+            self._replies.setdefault(offset, []).append((src, reply))
+
+    def _fence_silent_brokers(self, ctx: Context) -> None:
+        """BrokerHeartbeatManager: a broker silent for broker.session.timeout.ms is fenced."""
+        timeout = self.config.broker_session_timeout_ms
+        for b, info in sorted(self.brokers.items()):
+            if not info.fenced and self.last_contact.get(b, ctx.now) + timeout < ctx.now:
+                ctx.emit("broker_fenced", broker=b, controller_epoch=self.controller_epoch)
+                self._set_broker(ctx, b, fenced=True, shutting_down=False)
+                self._move_away(ctx, b)
+
+    def _on_alter_partition(self, ctx: Context, src: Any, req: m.AlterIsr) -> None:
+        reg = self._current(req.tp)
+        if req.leader != reg.leader or req.leader_epoch != reg.leader_epoch:
+            error = m.FENCED_LEADER_EPOCH
+        elif req.partition_epoch != reg.partition_epoch:
+            error = m.INVALID_UPDATE_VERSION
+        elif any(r not in reg.isr and not self._acceptable(r) for r in req.isr):
+            error = m.INELIGIBLE_REPLICA  # KIP-841: fenced or shutting-down replicas stay out
+        else:
+            new = partition_change(
+                reg,
+                target_isr=tuple(req.isr),
+                acceptable=self._acceptable,
+                min_isr=self.config.min_insync_replicas,
+                elr_enabled=self.config.eligible_leader_replicas_enable,
+                unclean=False,
+            )
+            offset = self._change(ctx, req.tp, new)
+            resp = m.AlterIsrResponse(
+                req.tp, m.NONE, new.leader_epoch, new.partition_epoch, new.isr
+            )
+            if offset is None:
+                ctx.send(src, resp)
+            else:
+                self._replies.setdefault(offset, []).append((src, resp))
+            return
+        ctx.send(
+            src, m.AlterIsrResponse(req.tp, error, reg.leader_epoch, reg.partition_epoch, reg.isr)
+        )
+
+    def _auto_rebalance(self, ctx: Context) -> None:
+        """The periodic leader balance (QuorumController's balancePartitionLeaders, with the
+        ZooKeeper era's per-broker threshold): partitions whose preferred replica does not lead
+        move back to it when the broker's share of them is above the threshold."""
+        by_preferred: dict[int, list[str]] = {}
+        for tp in sorted(self.partitions):
+            by_preferred.setdefault(self._current(tp).replicas[0], []).append(tp)
+        for broker, tps in sorted(by_preferred.items()):
+            moved = [tp for tp in tps if self._current(tp).leader != broker]
+            if len(moved) * 100 > self.config.leader_imbalance_per_broker_percentage * len(tps):
+                for tp in moved:
+                    self._elect_preferred(ctx, tp)
+
+    def _elect_preferred(self, ctx: Context, only: str | None) -> None:
+        for tp in sorted(self.partitions):
+            if only is not None and tp != only:
+                continue
+            reg = self._current(tp)
+            preferred = reg.replicas[0]
+            if reg.leader != preferred and preferred in reg.isr and self._acceptable(preferred):
+                self._change(
+                    ctx,
+                    tp,
+                    replace(
+                        reg,
+                        leader=preferred,
+                        leader_epoch=reg.leader_epoch + 1,
+                        partition_epoch=reg.partition_epoch + 1,
+                    ),
+                )
