@@ -748,6 +748,7 @@ class Cluster:
             "leader": st.leader,
             "leader_epoch": st.leader_epoch,
             "isr": list(st.isr),
+            "elr": list(getattr(st, "elr", ())),  # Eligible Leader Replicas (KRaft, KIP-966)
             "replicas": list(st.replicas),
             "hw": {b: v.hw for b, v in views.items()},
             "leo": {b: v.leo for b, v in views.items()},
