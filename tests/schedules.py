@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import strategies as st
 
-from kafkalab.sim.timed import Fault
+from kafkalab.config import Config
+from kafkalab.sim.cluster import Cluster
+from kafkalab.sim.timed import Fault, RunResult, simulate
 
 UNDO = {"crash": "restart", "pause": "resume", "disconnect": "reconnect"}
 
@@ -34,3 +37,19 @@ def fault_schedules(
             args = (draw(st.integers(1, brokers)),)
         faults += [Fault(start, kind, args), Fault(start + length, UNDO[kind], args)]
     return sorted(faults, key=lambda f: f.time_ms)
+
+
+def checked_run(
+    config: Config, seed: int, faults: list[Fault], *, duration_ms: int, settle_ms: int
+) -> tuple[RunResult, Cluster]:
+    """A timed run with every invariant checked after every state change."""
+    out: Any = simulate(
+        config,
+        seed=seed,
+        duration_ms=duration_ms,
+        settle_ms=settle_ms,
+        faults=faults,
+        check_invariants=True,
+        keep_cluster=True,
+    )
+    return out

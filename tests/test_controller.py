@@ -12,24 +12,14 @@ from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import Broker
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.timed import Fault, RunResult, random_faults, simulate
-from tests.schedules import fault_schedules
+from tests.schedules import checked_run, fault_schedules
 
 ZK_SAFE = make_config({"min.insync.replicas": 2, "controller_mode": "zk"})
 DURATION_MS = 30000
 
 
 def _run(seed: int, faults: list[Fault]) -> tuple[RunResult, Cluster]:
-    out = simulate(
-        ZK_SAFE,
-        seed=seed,
-        duration_ms=DURATION_MS,
-        settle_ms=DURATION_MS,
-        faults=faults,
-        check_invariants=True,
-        keep_cluster=True,
-    )
-    assert isinstance(out, tuple)
-    return out
+    return checked_run(ZK_SAFE, seed, faults, duration_ms=DURATION_MS, settle_ms=DURATION_MS)
 
 
 def test_zk_mode_survives_crashes_cuts_and_pauses() -> None:

@@ -14,23 +14,14 @@ from hypothesis import strategies as st
 
 from kafkalab import make_config
 from kafkalab.sim.timed import Fault, RunResult, random_faults, simulate
-from tests.schedules import fault_schedules
+from tests.schedules import checked_run, fault_schedules
 
 SAFE = make_config({"min.insync.replicas": 2})
 DURATION_MS = 30000
 
 
 def _safe_run(seed: int, faults: list[Fault]) -> RunResult:
-    result = simulate(
-        SAFE,
-        seed=seed,
-        duration_ms=DURATION_MS,
-        settle_ms=DURATION_MS,
-        faults=faults,
-        check_invariants=True,
-    )
-    assert isinstance(result, RunResult)
-    return result
+    return checked_run(SAFE, seed, faults, duration_ms=DURATION_MS, settle_ms=DURATION_MS)[0]
 
 
 def test_safe_settings_survive_random_fault_schedules() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-__all__ = ["PartitionRegistration", "partition_change", "remove_from_isr"]
+__all__ = ["ElectionRules", "PartitionRegistration", "partition_change", "remove_from_isr"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +38,34 @@ class PartitionRegistration:
     last_known_elr: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ElectionRules:
+    """The settings an election follows: min.insync.replicas, whether Eligible Leader Replicas
+    are tracked, whether unclean election is allowed, and which replicas came back from an
+    unclean shutdown (they may have lost records, so they leave the ELR)."""
+
+    min_isr: int = 1
+    elr_enabled: bool = False
+    unclean: bool = False
+    unclean_shutdown: frozenset[int] = frozenset()
+
+
 def partition_change(
     part: PartitionRegistration,
     *,
     target_isr: tuple[int, ...],
     acceptable: Callable[[int], bool],
-    min_isr: int,
-    elr_enabled: bool = False,
-    unclean: bool = False,
-    unclean_shutdown: frozenset[int] = frozenset(),
+    rules: ElectionRules,
 ) -> PartitionRegistration:
     """The partition after setting ``target_isr`` and electing a leader if the current one can
     no longer lead. Returns ``part`` itself when nothing changes."""
     isr = tuple(target_isr)
     elr, last_known = part.elr, part.last_known_elr
-    if elr_enabled:
-        elr, last_known = _next_elr(part, isr, min_isr, unclean_shutdown)
-    leader, isr, elr = _elect(part, isr, elr, last_known, acceptable, elr_enabled, unclean)
+    if rules.elr_enabled:
+        elr, last_known = _next_elr(part, isr, rules.min_isr, rules.unclean_shutdown)
+    leader, isr, elr = _elect(
+        part, isr, elr, last_known, acceptable, rules.elr_enabled, rules.unclean
+    )
     new = replace(part, leader=leader, isr=isr, elr=elr, last_known_elr=last_known)
     if new == part:
         return part
@@ -111,25 +122,17 @@ def remove_from_isr(
     broker: int,
     *,
     acceptable: Callable[[int], bool],
-    min_isr: int,
-    elr_enabled: bool = False,
-    unclean: bool = False,
-    unclean_shutdown: frozenset[int] = frozenset(),
+    rules: ElectionRules,
 ) -> PartitionRegistration:
     """A broker is fenced or shutting down: it leaves the ISR and any leadership moves away.
     Without ELR the ISR never becomes empty: the last member stays in it (and the partition has
-    no leader until it returns); with ELR it may empty, its members moving to the ELR."""
+    no leader until it returns, or an unclean election replaces it); with ELR it may empty, its
+    members moving to the ELR."""
     if broker not in part.isr and part.leader != broker:
         return part
     target = tuple(r for r in part.isr if r != broker)
-    if not target and not elr_enabled:
-        target = part.isr  # the last member stays; only an unclean election can replace it
+    if not target and not rules.elr_enabled:
+        target = part.isr
     return partition_change(
-        part,
-        target_isr=target,
-        acceptable=lambda r: r != broker and acceptable(r),
-        min_isr=min_isr,
-        elr_enabled=elr_enabled,
-        unclean=unclean,
-        unclean_shutdown=unclean_shutdown,
+        part, target_isr=target, acceptable=lambda r: r != broker and acceptable(r), rules=rules
     )

@@ -33,7 +33,12 @@ from typing import Any
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.kraft import PartitionRegistration, partition_change, remove_from_isr
+from kafkalab.protocol.kraft import (
+    ElectionRules,
+    PartitionRegistration,
+    partition_change,
+    remove_from_isr,
+)
 from kafkalab.protocol.raft import LeaderChange, MetadataRecord, QuorumController, QuorumStore
 
 __all__ = ["BrokerInfo", "KRaftNode"]
@@ -202,6 +207,14 @@ class KRaftNode:
         if self.config.auto_leader_rebalance_enable:
             ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
 
+    def _rules(self) -> ElectionRules:
+        c = self.config
+        return ElectionRules(
+            c.min_insync_replicas,
+            c.eligible_leader_replicas_enable,
+            c.unclean_leader_election_enable,
+        )
+
     def _live(self) -> list[int]:
         return sorted(b for b, info in self.brokers.items() if not info.fenced)
 
@@ -293,9 +306,7 @@ class KRaftNode:
                 reg,
                 broker,
                 acceptable=self._acceptable,
-                min_isr=self.config.min_insync_replicas,
-                elr_enabled=self.config.eligible_leader_replicas_enable,
-                unclean=self.config.unclean_leader_election_enable,
+                rules=self._rules(),
             )
             last = self._change(ctx, tp, new) or last
         return last
@@ -309,9 +320,7 @@ class KRaftNode:
                     reg,
                     target_isr=reg.isr,
                     acceptable=self._acceptable,
-                    min_isr=self.config.min_insync_replicas,
-                    elr_enabled=self.config.eligible_leader_replicas_enable,
-                    unclean=self.config.unclean_leader_election_enable,
+                    rules=self._rules(),
                 )
                 self._change(ctx, tp, new)
 
@@ -389,9 +398,7 @@ class KRaftNode:
                 reg,
                 target_isr=tuple(req.isr),
                 acceptable=self._acceptable,
-                min_isr=self.config.min_insync_replicas,
-                elr_enabled=self.config.eligible_leader_replicas_enable,
-                unclean=False,
+                rules=replace(self._rules(), unclean=False),
             )
             offset = self._change(ctx, req.tp, new)
             resp = m.AlterIsrResponse(
