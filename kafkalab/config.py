@@ -48,6 +48,7 @@ class Config:
     )
     kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
+    enable_idempotence: bool = True  # KIP-98; the producer default since 3.0 (KIP-679)
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
@@ -94,6 +95,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             broker_epoch=False,
             hw_freeze_under_min_isr=False,
             hw_includes_caught_up_followers=False,
+            enable_idempotence=False,
             unclean_leader_election_enable=True,
             replica_lag_time_max_ms=10000,
             replica_lag_max_messages=4000,
@@ -108,7 +110,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.1", dict(kip320=True)),
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000)),  # KIP-537
-    ("3.0", {}),
+    ("3.0", dict(enable_idempotence=True)),  # KIP-679
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
     ("4.0", dict(controller_mode="kraft")),  # ZooKeeper removed; ELR available, off by default
 ]

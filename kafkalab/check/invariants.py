@@ -52,6 +52,7 @@ class Report:
     isr_shrinks: int = 0
     isr_expands: int = 0
     unclean_elections: int = 0
+    duplicates: list[str] = field(default_factory=list)  # values held twice by a leader
 
     @property
     def safe(self) -> bool:
@@ -85,6 +86,8 @@ class Report:
             )
         if self.errors:
             lines.append("client errors: " + ", ".join(f"{k}: {v}" for k, v in self.errors.items()))
+        if self.duplicates:
+            lines.append(f"duplicated records: {self.duplicates}")
         lines.append(
             f"ISR shrinks: {self.isr_shrinks}, expands: {self.isr_expands}, "
             f"unclean elections: {self.unclean_elections}"
@@ -288,4 +291,23 @@ def build_report(cluster: Cluster) -> Report:
         isr_shrinks=mon.isr_shrinks,
         isr_expands=mon.isr_expands,
         unclean_elections=mon.unclean_elections,
+        duplicates=_duplicates(cluster),
     )
+
+
+def _duplicates(cluster: Cluster) -> list[str]:
+    """Values that appear more than once in a partition leader's log (a retry without
+    idempotence writes the same record twice)."""
+    found: list[str] = []
+    states = cluster.partition_states()
+    for tp in cluster.partitions():
+        logs = _logs(cluster, tp)
+        leader = states[tp].leader
+        if leader not in logs:
+            continue
+        seen: set[str] = set()
+        for rec in logs[leader].records:
+            if rec.value in seen and rec.value not in found:
+                found.append(rec.value)
+            seen.add(rec.value)
+    return found

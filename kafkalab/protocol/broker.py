@@ -14,6 +14,7 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.controller import Controller
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
+from kafkalab.protocol.producer_state import DUPLICATE, BatchMetadata, ProducerStateManager
 from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER
 
 __all__ = ["Broker", "FetchNow", "ReplicaState", "Stop"]
@@ -86,6 +87,7 @@ class ReplicaState:
     alter_isr_pending: bool = False
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
     truncating: bool = False  # follower must find its truncation point before fetching
+    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     inflight: int | None = None  # correlation id of the follower's outstanding request
     fetch_deadline_ms: int = 0  # when the outstanding request times out (timed mode)
     armed: dict[str, int] = field(default_factory=dict)  # timer name -> when it fires
@@ -111,7 +113,7 @@ class Broker:
         self.clean_restart = clean_restart  # the last run ended in a clean shutdown
         self.config = config
         self.auto_fetch = auto_fetch
-        self.partitions = {tp: ReplicaState(tp, Log(disk)) for tp, disk in disks.items()}
+        self.partitions = {tp: _load_replica(tp, disk) for tp, disk in disks.items()}
         self.session: int | None = None
         self.live_brokers: frozenset[int] = frozenset()
         self.correlation = 0
@@ -470,10 +472,10 @@ class Broker:
         if req.acks == -1 and len(r.isr) < self.config.min_insync_replicas:
             reply(m.NOT_ENOUGH_REPLICAS)
             return
-        first, last = r.log.append_as_leader(req.values, r.leader_epoch)
-        ctx.emit(
-            "append", broker=self.id, tp=r.tp, first=first, last=last, leader_epoch=r.leader_epoch
-        )
+        appended = self._append_client_batch(ctx, src, r, req)
+        if appended is None:
+            return
+        first, last = appended
         self._complete_fetches(ctx, r)
         self._maybe_increment_hw(ctx, r)
         if req.acks == -1:
@@ -483,6 +485,49 @@ class Broker:
             self._complete_produces(ctx, r)
         else:
             reply(m.NONE, first)
+
+    def _append_client_batch(
+        self, ctx: Context, src: Any, r: ReplicaState, req: m.ProduceRequest
+    ) -> tuple[int, int] | None:
+        """Append a producer's batch; an idempotent batch is checked first (ProducerAppendInfo):
+        a duplicate is not appended again, and its original offsets are acknowledged."""
+        if req.producer_id < 0:
+            first, last = r.log.append_as_leader(req.values, r.leader_epoch)
+        else:
+            last_seq = req.base_sequence + len(req.values) - 1
+            verdict, original = r.producers.check(
+                req.producer_id, req.producer_epoch, req.base_sequence, last_seq
+            )
+            if verdict == DUPLICATE and original is not None:
+                ctx.emit(
+                    "duplicate",
+                    broker=self.id,
+                    tp=r.tp,
+                    producer_id=req.producer_id,
+                    first=original.first_offset,
+                    last=original.last_offset,
+                )
+                return original.first_offset, original.last_offset
+            if verdict != "APPEND":
+                ctx.emit(
+                    "produce_rejected",
+                    broker=self.id,
+                    tp=r.tp,
+                    error=verdict,
+                    producer_id=req.producer_id,
+                    sequence=req.base_sequence,
+                )
+                if req.acks != 0:
+                    ctx.send(src, m.ProduceResponse(r.tp, req.correlation_id, verdict))
+                return None
+            producer = (req.producer_id, req.producer_epoch, req.base_sequence)
+            first, last = r.log.append_as_leader(req.values, r.leader_epoch, producer)
+            batch = BatchMetadata(req.base_sequence, last_seq, first, last)
+            r.producers.update(req.producer_id, req.producer_epoch, batch)
+        ctx.emit(
+            "append", broker=self.id, tp=r.tp, first=first, last=last, leader_epoch=r.leader_epoch
+        )
+        return first, last
 
     def _complete_produces(self, ctx: Context, r: ReplicaState) -> None:
         """Partition.checkEnoughReplicasReachOffset for the waiting acks=all requests. They wait
@@ -777,6 +822,7 @@ class Broker:
         if resp.error == m.NONE:
             if resp.records and resp.records[0].offset == r.log.leo:
                 r.log.append_replicated(resp.records)
+                r.producers.observe(resp.records)  # followers rebuild producer state as they go
                 ctx.emit(
                     "replicate",
                     broker=self.id,
@@ -856,6 +902,7 @@ class Broker:
             return
         removed = [rec.value for rec in r.log.records[offset:]]
         r.log.truncate_to(offset)
+        r.producers = ProducerStateManager.rebuild(r.log.records)
         ctx.emit(
             "truncate",
             broker=self.id,
@@ -866,3 +913,10 @@ class Broker:
             removed=removed,
             reason=reason,
         )
+
+
+def _load_replica(tp: str, disk: Disk) -> ReplicaState:
+    """A replica as a starting broker loads it: its log, and the producer state rebuilt from
+    that log."""
+    log = Log(disk)
+    return ReplicaState(tp, log, producers=ProducerStateManager.rebuild(log.records))

@@ -18,6 +18,10 @@ class Record:
     offset: int
     value: str
     leader_epoch: int
+    producer_id: int = -1  # idempotent producers only (KIP-98)
+    producer_epoch: int = -1
+    sequence: int = -1
+    base_sequence: int = -1  # the first sequence of the record's batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +66,26 @@ class Log:
     def values(self) -> list[str]:
         return [r.value for r in self.records]
 
-    def append_as_leader(self, values: tuple[str, ...], leader_epoch: int) -> tuple[int, int]:
-        """Append values in ``leader_epoch``; returns (first offset, last offset)."""
+    def append_as_leader(
+        self,
+        values: tuple[str, ...],
+        leader_epoch: int,
+        producer: tuple[int, int, int] | None = None,
+    ) -> tuple[int, int]:
+        """Append values in ``leader_epoch``, with ``producer`` = (id, epoch, first sequence)
+        for an idempotent batch; returns (first offset, last offset)."""
         first = self.leo
         self.assign_epoch(leader_epoch, first)
-        self.records.extend(
-            Record(first + i, value, leader_epoch) for i, value in enumerate(values)
-        )
+        if producer is None:
+            self.records.extend(
+                Record(first + i, value, leader_epoch) for i, value in enumerate(values)
+            )
+        else:
+            pid, epoch, seq = producer
+            self.records.extend(
+                Record(first + i, value, leader_epoch, pid, epoch, seq + i, seq)
+                for i, value in enumerate(values)
+            )
         return first, self.leo - 1
 
     def append_replicated(self, records: tuple[Record, ...]) -> None:

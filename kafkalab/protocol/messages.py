@@ -57,6 +57,8 @@ INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
 NOT_CONTROLLER = "NOT_CONTROLLER"
 STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
 INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
+OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
 STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 
 
@@ -67,6 +69,9 @@ class ProduceRequest:
     values: tuple[str, ...]
     acks: int
     timeout_ms: int
+    producer_id: int = -1  # an idempotent producer's PID, epoch and first sequence
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
 
 @dataclass(slots=True)

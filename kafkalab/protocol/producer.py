@@ -24,6 +24,9 @@ class Send:
     acks: int
     leader: int | None
     timeout_ms: int
+    producer_id: int = -1  # set: the batch carries this PID, epoch and first sequence
+    producer_epoch: int = -1
+    sequence: int = -1
 
 
 class Producer:
@@ -71,7 +74,17 @@ class Producer:
             self._outcome(ctx, (cmd.tp, cmd.values, cmd.acks, -1), m.LEADER_NOT_AVAILABLE, -1)
             return
         ctx.emit("produce", producer=self.name, tp=cmd.tp, values=list(cmd.values), acks=cmd.acks)
-        ctx.send(cmd.leader, m.ProduceRequest(cmd.tp, cid, cmd.values, cmd.acks, cmd.timeout_ms))
+        req = m.ProduceRequest(
+            cmd.tp,
+            cid,
+            cmd.values,
+            cmd.acks,
+            cmd.timeout_ms,
+            cmd.producer_id,
+            cmd.producer_epoch,
+            cmd.sequence,
+        )
+        ctx.send(cmd.leader, req)
         if cmd.acks == 0:
             # acks=0: fire and forget; the producer never learns what happened.
             self._outcome(ctx, (cmd.tp, cmd.values, 0, cmd.leader), "UNKNOWN", -1)

@@ -52,7 +52,22 @@ TOP_KEYS = (
 
 # Each step kind: (the key its scalar form fills, the keys its mapping form allows).
 STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
-    "produce": ("value", ("value", "values", "count", "acks", "producer", "partition", "to")),
+    "produce": (
+        "value",
+        (
+            "value",
+            "values",
+            "count",
+            "acks",
+            "producer",
+            "partition",
+            "to",
+            "producer_id",
+            "producer_epoch",
+            "sequence",
+            "response",
+        ),
+    ),
     "fetch": ("follower", ("follower", "response", "delay_ms", "partition")),
     "stop": ("broker", ("broker",)),
     "pause": ("node", ("node",)),
@@ -93,6 +108,7 @@ EXPECT_KEYS = (
     "offline_partitions",
     "under_replicated_partitions",
     "partitions",
+    "duplicates",
 )
 _BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache")
 _AS_SETS = ("isr", "running", "acked", "lost_acked")
@@ -410,6 +426,10 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 producer=a.get("producer", "producer"),
                 partition=a.get("partition"),
                 to=a.get("to"),
+                producer_id=a.get("producer_id"),
+                producer_epoch=a.get("producer_epoch", 0),
+                sequence=a.get("sequence"),
+                response=a.get("response", "ok"),
             )
         elif step.kind == "fetch":
             cluster.fetch(

@@ -293,22 +293,50 @@ class Cluster:
         producer: str = "producer",
         partition: int | str | None = None,
         to: int | None = None,
+        producer_id: int | None = None,
+        producer_epoch: int = 0,
+        sequence: int | None = None,
+        response: str = "ok",
     ) -> list[str]:
         """Send records to the partition's leader with ``acks`` (default: the config's).
 
         ``value`` sends one record; ``values`` a batch; ``count`` with ``value`` sends a batch of
         ``value-1 .. value-count``. ``to`` sends to that broker whatever the metadata says (a
-        client with stale metadata, still talking to a replaced leader). Returns the values
-        sent."""
+        client with stale metadata, still talking to a replaced leader). ``producer_id``,
+        ``producer_epoch`` and ``sequence`` make the batch an idempotent producer's (what its
+        client would send; a retry is the same batch sent again). ``response`` "lost": the leader
+        handles the request but its answer never arrives. Returns the values sent."""
         tp = self._tp(partition)
         batch = self._batch(value, values, count)
         acks_value = self._acks(acks)
         if to is not None:
             self._check_broker(to)
+        if response not in ("ok", "lost"):
+            raise ActionError(f"response={response!r} is not allowed: use ok or lost")
+        if producer_id is not None and (
+            not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0
+        ):
+            raise ActionError(
+                f"sequence={sequence!r} is not allowed: an idempotent batch (producer_id "
+                f"{producer_id}) needs its first sequence number, a whole number >= 0"
+            )
         self._step("produce", values=batch, acks=acks_value, partition=tp)
         self._producer(producer)
         leader = self.partition_states()[tp].leader if to is None else to
-        cmd = Send(tp, tuple(batch), acks_value, leader, self.config.request_timeout_ms)
+        idempotent = producer_id is not None and self.config.enable_idempotence
+        pid = int(producer_id) if idempotent else -1  # type: ignore[arg-type]
+        cmd = Send(
+            tp,
+            tuple(batch),
+            acks_value,
+            leader,
+            self.config.request_timeout_ms,
+            pid,
+            producer_epoch if pid >= 0 else -1,
+            sequence if pid >= 0 else -1,
+        )
+        if response == "lost" and leader is not None:
+            self.sim.add_rule(leader, producer, (msgs.ProduceResponse,), None)
         self.sim.command(producer, cmd)
         self._settle()
         return batch

@@ -1,0 +1,118 @@
+"""Producer state on a partition replica: how idempotence works on the broker (KIP-98).
+
+Each batch an idempotent producer sends carries its producer id (PID), producer epoch and the
+sequence numbers of its records. Every replica keeps, per PID, the epoch and the metadata of
+the last five batches it appended (ProducerStateManager / ProducerStateEntry), and the leader
+checks each new batch against them (ProducerAppendInfo):
+
+- the same batch again (the same first and last sequence as a cached one) is a *duplicate*: it
+  is not appended, and the producer is told the offsets of the original (a retry after a lost
+  response does not duplicate the record);
+- an older epoch than the one known is a zombie: INVALID_PRODUCER_EPOCH;
+- a new epoch must start at sequence 0, and a known epoch must continue at the last sequence
+  plus one; anything else is OUT_OF_ORDER_SEQUENCE_NUMBER (so a batch cannot overtake an
+  earlier one that failed).
+
+Followers rebuild the same state from the records they replicate, and every replica rebuilds it
+from its log after a truncation, so a new leader deduplicates retries too.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafkalab.protocol.log import Record
+
+__all__ = ["BATCHES_TO_RETAIN", "BatchMetadata", "ProducerStateManager"]
+
+BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+NO_PRODUCER = -1
+
+DUPLICATE = "DUPLICATE"
+OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    epoch: int
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+class ProducerStateManager:
+    """The idempotence state of one replica of one partition."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerEntry] = {}
+
+    def check(
+        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
+    ) -> tuple[str, BatchMetadata | None]:
+        """What the leader does with a client batch: ("APPEND", None), (DUPLICATE, the original
+        batch) or (an error name, None)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            if first_seq != 0:
+                return OUT_OF_ORDER_SEQUENCE_NUMBER, None
+            return "APPEND", None
+        if epoch < entry.epoch:
+            return INVALID_PRODUCER_EPOCH, None
+        if epoch > entry.epoch:
+            return ("APPEND", None) if first_seq == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, None)
+        for batch in entry.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return DUPLICATE, batch
+        if first_seq != entry.last_seq + 1:
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, None
+        return "APPEND", None
+
+    def update(self, producer_id: int, epoch: int, batch: BatchMetadata) -> None:
+        """Record an appended batch (on the leader, or replicated on a follower)."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            entry = self.producers[producer_id] = ProducerEntry(epoch)
+        entry.batches.append(batch)
+
+    def observe(self, records: Iterable[Record]) -> None:
+        """Learn the batches of records appended to the log, grouped by their batch's first
+        sequence (every record of a batch carries it)."""
+        current: list[Record] = []
+        for record in records:
+            if record.producer_id == NO_PRODUCER:
+                continue
+            if current and (record.producer_id, record.producer_epoch, record.base_sequence) != (
+                current[0].producer_id,
+                current[0].producer_epoch,
+                current[0].base_sequence,
+            ):
+                self._observe_batch(current)
+                current = []
+            current.append(record)
+        if current:
+            self._observe_batch(current)
+
+    def _observe_batch(self, records: list[Record]) -> None:
+        first, last = records[0], records[-1]
+        batch = BatchMetadata(first.sequence, last.sequence, first.offset, last.offset)
+        self.update(first.producer_id, first.producer_epoch, batch)
+
+    @classmethod
+    def rebuild(cls, records: Iterable[Record]) -> ProducerStateManager:
+        """The state a replica reloads from its log (ProducerStateManager.truncateAndReload)."""
+        manager = cls()
+        manager.observe(records)
+        return manager
