@@ -126,6 +126,7 @@ class Broker:
         self.controller_epoch = 0  # the highest controller epoch seen
         self.controller: Controller | None = None  # set while this broker is the controller
         self.stopping = False
+        self._next_producer_id = 0
         self._handlers = {
             m.ProduceRequest: self._on_produce,
             m.FetchRequest: self._on_fetch,
@@ -141,6 +142,8 @@ class Broker:
             m.ZkElected: self._on_elected,
             m.ControlledShutdownResponse: self._on_controlled_shutdown_response,
             m.NotController: self._on_not_controller,
+            m.InitProducerIdRequest: self._on_init_producer_id,
+            m.MetadataRequest: self._on_metadata_request,
             m.BrokerRegistrationResponse: self._on_kraft_registered,
             m.BrokerHeartbeatResponse: self._on_heartbeat_response,
             FetchNow: self._on_fetch_now,
@@ -184,6 +187,11 @@ class Broker:
         elif name == "zk_heartbeat":
             if self.session is not None:
                 ctx.send(ZOOKEEPER, m.ZkHeartbeat(self.id, self.session))
+                if self.config.controller_mode == "zk" and self.controller_address is None:
+                    ctx.send(ZOOKEEPER, m.ZkElect(self.id, self.session))  # race again
+            elif not self.stopping:
+                # The ZooKeeper client keeps trying to establish a session.
+                ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
             ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
         elif name == "hw_checkpoint":
             for r in self.partitions.values():
@@ -418,6 +426,22 @@ class Broker:
         r.isr = msg.isr
         r.partition_epoch = msg.partition_epoch
         r.replicas = msg.replicas
+
+    # ---- client requests ---------------------------------------------------------------------
+
+    def _on_init_producer_id(self, ctx: Context, src: Any, msg: m.InitProducerIdRequest) -> None:
+        """InitProducerId for an idempotent producer: a producer id unique in the cluster (here
+        from this broker's own block of ids, as the controller hands out blocks in KIP-730)."""
+        self._next_producer_id += 1
+        pid = self.id * 1_000_000 + self._next_producer_id
+        ctx.send(src, m.InitProducerIdResponse(pid, 0))
+
+    def _on_metadata_request(self, ctx: Context, src: Any, msg: m.MetadataRequest) -> None:
+        """What this broker's metadata cache says about the partitions it holds."""
+        leaders = tuple(
+            (tp, r.leader) for tp, r in sorted(self.partitions.items()) if r.leader is not None
+        )
+        ctx.send(src, m.MetadataResponse(leaders))
 
     # ---- controlled shutdown -------------------------------------------------------------------
 

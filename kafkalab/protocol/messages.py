@@ -24,7 +24,11 @@ __all__ = [
     "ElectPreferredLeaders",
     "FetchRequest",
     "FetchResponse",
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
     "LeaderAndIsr",
+    "MetadataRequest",
+    "MetadataResponse",
     "NotController",
     "OffsetsForLeaderEpochRequest",
     "OffsetsForLeaderEpochResponse",
@@ -264,6 +268,27 @@ class BrokerChange:
     broker's epoch (the czxid of its registration znode)."""
 
     live: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdRequest:
+    """An idempotent producer asks a broker for its producer id (KIP-98)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResponse:
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRequest:
+    """A client asks a broker which replica leads each partition (from its metadata cache)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataResponse:
+    leaders: tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,8 +66,10 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
             "producer_epoch",
             "sequence",
             "response",
+            "request",
         ),
     ),
+    "producer": (None, ()),
     "fetch": ("follower", ("follower", "response", "delay_ms", "partition")),
     "stop": ("broker", ("broker",)),
     "pause": ("node", ("node",)),
@@ -295,6 +297,10 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         return {}
     if kind == "elect_preferred" and arg is None:
         return {}
+    if kind == "producer":
+        if not isinstance(arg, dict) or "name" not in arg:
+            raise ScenarioError(f"{where} (producer): give settings with a name, like {{name: p1}}")
+        return {"settings": dict(arg)}
     if kind in ("disconnect", "reconnect"):
         if not isinstance(arg, list) or len(arg) != 2:
             raise ScenarioError(f"{where} ({kind}): give two nodes, like [1, zk]")
@@ -430,6 +436,7 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 producer_epoch=a.get("producer_epoch", 0),
                 sequence=a.get("sequence"),
                 response=a.get("response", "ok"),
+                request=a.get("request", "ok"),
             )
         elif step.kind == "fetch":
             cluster.fetch(
@@ -438,6 +445,9 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 delay_ms=a.get("delay_ms", 1000),
                 partition=a.get("partition"),
             )
+        elif step.kind == "producer":
+            settings = dict(a["settings"])
+            cluster.producer(str(settings.pop("name")), **settings)
         elif step.kind in ("pause", "resume"):
             getattr(cluster, step.kind)(a["node"])
         elif step.kind == "stop":

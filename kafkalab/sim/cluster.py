@@ -8,6 +8,7 @@ their own, messages take time, and workloads and faults are scheduled.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Callable, Iterable, Mapping
@@ -16,10 +17,11 @@ from typing import Any
 
 from kafkalab.check.invariants import InvariantMonitor, Report, build_report
 from kafkalab.config import Config, check_min_isr, make_config
-from kafkalab.errors import ActionError, ConfigError
+from kafkalab.errors import ActionError, ConfigError, did_you_mean
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.assignment import assign_replicas
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
+from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings
 from kafkalab.protocol.controller import ControllerNode, PartitionState, ZooKeeper
 from kafkalab.protocol.kraft import PartitionRegistration
 from kafkalab.protocol.kraft_node import KRaftNode
@@ -81,6 +83,7 @@ class Cluster:
         topic: str = "demo",
         trace_messages: bool = True,
         check_invariants: bool = False,
+        loss_rate: float = 0.0,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"mode={mode!r} is not allowed: use 'stepped' or 'timed'")
@@ -108,7 +111,11 @@ class Cluster:
             raise ConfigError(
                 f"latency_ms={latency_ms!r} is not allowed: use (low, high), 0 <= low <= high"
             )
-        self.sim = Simulation(seed=seed, latency_ms=lat, trace_messages=trace_messages)
+        if not 0.0 <= loss_rate < 1.0:
+            raise ConfigError(f"loss_rate={loss_rate!r} is not allowed: use 0 <= loss_rate < 1")
+        self.sim = Simulation(
+            seed=seed, latency_ms=lat, trace_messages=trace_messages, loss_rate=loss_rate
+        )
         self.sim.on_halt = self._on_halt
         self.disks: dict[int, dict[str, Disk]] = {}
         self._stopped_nodes: dict[str, Any] = {}  # crashed KRaft controller nodes
@@ -297,6 +304,7 @@ class Cluster:
         producer_epoch: int = 0,
         sequence: int | None = None,
         response: str = "ok",
+        request: str = "ok",
     ) -> list[str]:
         """Send records to the partition's leader with ``acks`` (default: the config's).
 
@@ -305,14 +313,25 @@ class Cluster:
         client with stale metadata, still talking to a replaced leader). ``producer_id``,
         ``producer_epoch`` and ``sequence`` make the batch an idempotent producer's (what its
         client would send; a retry is the same batch sent again). ``response`` "lost": the leader
-        handles the request but its answer never arrives. Returns the values sent."""
+        handles the request but its answer never arrives; ``request`` "lost": the request never
+        arrives. With ``producer`` naming a client made by :meth:`producer`, that client sends
+        (and retries) the batch with its own settings. Returns the values sent."""
         tp = self._tp(partition)
         batch = self._batch(value, values, count)
         acks_value = self._acks(acks)
         if to is not None:
             self._check_broker(to)
-        if response not in ("ok", "lost"):
-            raise ActionError(f"response={response!r} is not allowed: use ok or lost")
+        if response not in ("ok", "lost") or request not in ("ok", "lost"):
+            bad = response if response not in ("ok", "lost") else request
+            raise ActionError(f"{bad!r} is not allowed for request/response: use ok or lost")
+        client = self.sim.actors.get(producer)
+        if isinstance(client, KafkaProducer):
+            if acks is not None or producer_id is not None:
+                raise ActionError(
+                    f"producer {producer!r} has its own settings: acks and producer ids are "
+                    "set when it is created"
+                )
+            return self._client_produce(client, tp, batch, request, response)
         if producer_id is not None and (
             not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0
         ):
@@ -363,6 +382,45 @@ class Cluster:
         if text not in ("0", "1", "all", "-1"):
             raise ActionError(f"acks={acks!r} is not allowed: use 0, 1 or all (-1)")
         return -1 if text in ("all", "-1") else int(text)
+
+    def producer(self, name: str, **settings: Any) -> None:
+        """Create a named producer client with Kafka's producer settings (``acks``,
+        ``enable.idempotence``, ``max.in.flight.requests.per.connection``, ``retries``,
+        ``retry.backoff.ms``, ``request.timeout.ms``, ``delivery.timeout.ms``; dots or
+        underscores). Defaults follow the cluster's config: idempotence as
+        ``enable.idempotence`` says, with acks=all."""
+        if not isinstance(name, str) or not name or name in self.sim.actors:
+            raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
+        fields = {f.name for f in dataclasses.fields(ProducerSettings)}
+        values: dict[str, Any] = {}
+        for key, value in settings.items():
+            k = str(key).replace(".", "_")
+            if k not in fields:
+                hint = did_you_mean(str(key), [f.replace("_", ".") for f in fields])
+                raise ActionError(f"unknown producer setting {key!r}{hint}")
+            values[k] = self._acks(value) if k == "acks" else value
+        values.setdefault("enable_idempotence", self.config.enable_idempotence)
+        values.setdefault("request_timeout_ms", self.config.request_timeout_ms)
+        try:
+            client = KafkaProducer(name, ProducerSettings(**values), tuple(self.broker_ids))
+        except (ConfigError, TypeError) as err:
+            raise ActionError(f"producer {name!r}: {err}") from None
+        self._step("producer", name=name, settings=values)
+        self.sim.add(name, client, CLIENT_HOST)
+        self._settle()
+
+    def _client_produce(
+        self, client: KafkaProducer, tp: str, batch: list[str], request: str, response: str
+    ) -> list[str]:
+        self._step("produce", values=batch, producer=client.name, partition=tp)
+        leader = self.partition_states()[tp].leader
+        if leader is not None and request == "lost":
+            self.sim.add_rule(client.name, leader, (msgs.ProduceRequest,), None)
+        if leader is not None and response == "lost":
+            self.sim.add_rule(leader, client.name, (msgs.ProduceResponse,), None)
+        self.sim.command(client.name, ProduceCommand(tp, tuple(batch)))
+        self._settle()
+        return batch
 
     def _producer(self, name: str) -> None:
         if name not in self.sim.actors:
@@ -816,6 +874,7 @@ class Cluster:
 
 STEP_METHODS = (
     "produce",
+    "producer",
     "stop",
     "pause",
     "resume",

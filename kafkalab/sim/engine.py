@@ -30,6 +30,7 @@ class Simulation:
         seed: int,
         latency_ms: tuple[int, int] = (0, 0),
         trace_messages: bool = True,
+        loss_rate: float = 0.0,
     ) -> None:
         self.seed = seed
         self.now = 0
@@ -43,6 +44,8 @@ class Simulation:
         self.latency_ms = latency_ms
         self.trace_messages = trace_messages
         self._net_rng = self.stream("network")
+        self.loss_rate = loss_rate  # the chance that a message between two hosts is lost
+        self._loss_rng = self.stream("loss")
         self._last_arrival: dict[tuple[Any, Any], int] = {}
         self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
         self.observers: list[Callable[[Event], None]] = []
@@ -122,6 +125,10 @@ class Simulation:
         for key in sorted(self.cut, key=lambda k: sorted(map(str, k))):
             self.set_link(*sorted(key, key=str), True)
 
+    def _lossy(self, src: Any, dst: Any) -> bool:
+        same_host = self.hosts.get(src, src) == self.hosts.get(dst, dst)
+        return not same_host and self._loss_rng.random() < self.loss_rate
+
     def _hold(self, src: Any, dst: Any, msg: Any, inc: int) -> None:
         key = frozenset((self.hosts.get(src, src), self.hosts.get(dst, dst)))
         self._held.setdefault(key, []).append((src, dst, msg, inc))
@@ -139,6 +146,9 @@ class Simulation:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
             return
         extra = 0
+        if self.loss_rate and not hold and self._lossy(src, dst):
+            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "random_loss"})
+            return
         if self._rules:
             for rule in self._rules:
                 if rule[0] == src and rule[1] == dst and isinstance(msg, rule[2]):

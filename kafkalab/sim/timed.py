@@ -54,6 +54,9 @@ class Workload:
     interval_ms: int = 20
     batch: int = 1
     acks: str | None = None  # None: the config's acks
+    # Producer settings for a retrying client (KafkaProducer); None: the plain producer that
+    # reports every error at once.
+    client: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.interval_ms < 1 or self.batch < 1:
@@ -82,6 +85,8 @@ class RunResult:
     hw_regressions: int
     two_leaders: int
     unclean_elections: int
+    duplicates: int
+    out_of_order: int
     isr_shrinks: int
     isr_expands: int
     errors: dict[str, int] = field(default_factory=dict)  # error name -> records
@@ -168,6 +173,7 @@ def simulate(
     latency_ms: tuple[int, int] = (1, 5),
     trace_messages: bool = False,
     check_invariants: bool = False,
+    loss_rate: float = 0.0,
     keep_cluster: bool = False,
     digest: bool = False,
 ) -> RunResult | tuple[RunResult, Cluster]:
@@ -188,6 +194,7 @@ def simulate(
         latency_ms=latency_ms,
         trace_messages=trace_messages,
         check_invariants=check_invariants,
+        loss_rate=loss_rate,
     )
     produced = _schedule_workload(cluster, workload, duration_ms)
     for f in faults:
@@ -205,9 +212,14 @@ def simulate(
 
 def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -> int:
     n = 0
+    if workload.client is not None:
+        cluster.producer("client", **dict(workload.client))
     for i, t in enumerate(range(workload.interval_ms, duration_ms, workload.interval_ms)):
         values = [f"r{i}.{j}" for j in range(workload.batch)]
-        cluster.at(t, "produce", values=values, acks=workload.acks)
+        if workload.client is not None:
+            cluster.at(t, "produce", values=values, producer="client")
+        else:
+            cluster.at(t, "produce", values=values, acks=workload.acks)
         n += len(values)
     return n
 
@@ -249,8 +261,27 @@ def _result(
         hw_regressions=len(report.hw_regressions),
         two_leaders=len(report.two_leaders),
         unclean_elections=report.unclean_elections,
+        duplicates=len(report.duplicates),
+        out_of_order=_out_of_order(cluster),
         isr_shrinks=report.isr_shrinks,
         isr_expands=report.isr_expands,
         errors=errors,
         leader=cluster.leader,
     )
+
+
+def _out_of_order(cluster: Cluster) -> int:
+    """How many workload records in the leader's log follow a record that was sent after them
+    (values are "r<send number>.<index>"): reordering by retries."""
+    leader = cluster.leader
+    if leader is None or leader not in cluster.sim.actors:
+        return 0
+    count, highest = 0, -1
+    for value in cluster.replica(leader).values:
+        if not value.startswith("r"):
+            continue
+        sent = int(value[1:].split(".")[0])
+        if sent < highest:
+            count += 1
+        highest = max(highest, sent)
+    return count

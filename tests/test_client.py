@@ -1,0 +1,98 @@
+"""The producer client: retries, in-flight requests, idempotence, and the properties of
+KIP-98 under random message loss and leader failovers."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalab import ActionError, Cluster, make_config
+from kafkalab.sim.timed import Workload, random_faults, simulate
+
+CLIENT = {"max.in.flight.requests.per.connection": 5, "request.timeout.ms": 3000}
+
+
+def _sweep(idempotence: bool, seeds: range) -> tuple[int, int, int, list[str]]:
+    config = make_config({"min.insync.replicas": 2, "enable.idempotence": idempotence})
+    duplicates = out_of_order = acked = 0
+    problems = []
+    for seed in seeds:
+        faults = random_faults(seed, 3, 30000, mean_interval_ms=6000)
+        r = simulate(
+            config,
+            seed=seed,
+            duration_ms=30000,
+            settle_ms=60000,
+            workload=Workload(client=CLIENT),
+            loss_rate=0.01,
+            faults=faults,
+            check_invariants=idempotence,
+        )
+        duplicates += r.duplicates
+        out_of_order += r.out_of_order
+        acked += r.acked
+        if not r.safe:
+            problems.append(r.replay_hint())
+    return duplicates, out_of_order, acked, problems
+
+
+def test_idempotence_never_duplicates_or_reorders_under_loss_and_failovers() -> None:
+    duplicates, out_of_order, acked, problems = _sweep(True, range(10))
+    assert (duplicates, out_of_order, problems) == (0, 0, [])
+    assert acked > 1000, "the sweep must acknowledge enough records to mean something"
+
+
+def test_without_idempotence_retries_duplicate_and_reorder() -> None:
+    duplicates, out_of_order, _, _ = _sweep(False, range(10))
+    assert duplicates > 0 and out_of_order > 0
+
+
+def test_the_client_gets_a_producer_id_and_numbers_its_records() -> None:
+    c = Cluster(brokers=3, leader=1)
+    c.producer("p")
+    c.produce(values=["a", "b"], producer="p")
+    c.produce("c", producer="p")
+    (pid_event,) = c.trace.of_kind("producer_id")
+    assert pid_event.data["producer_epoch"] == 0
+    records = c.sim.actors[1].partitions[c.tp].log.records
+    assert [(r.value, r.sequence, r.base_sequence) for r in records] == [
+        ("a", 0, 0),
+        ("b", 1, 0),
+        ("c", 2, 2),
+    ]
+    assert {r.producer_id for r in records} == {pid_event.data["producer_id"]}
+
+
+def test_a_client_retries_until_the_leader_is_back() -> None:
+    c = Cluster(brokers=2, leader=1, config={"min.insync.replicas": 1})
+    c.producer("p", **{"retry.backoff.ms": 500, "request.timeout.ms": 2000})
+    c.crash(1)
+    c.produce("m1", producer="p")
+    c.advance(c.config.zookeeper_session_timeout_ms + 5000)  # broker 2 takes over
+    assert c.leader == 2 and c.report().acked == ["m1"]
+    retries = c.trace.of_kind("produce_retry")
+    assert retries and {e.data["error"] for e in retries} <= {
+        "REQUEST_TIMED_OUT",
+        "NOT_LEADER_OR_FOLLOWER",
+    }
+
+
+def test_delivery_timeout_ends_the_retries() -> None:
+    c = Cluster(brokers=1)
+    c.producer("p", **{"delivery.timeout.ms": 5000, "request.timeout.ms": 1000})
+    c.crash(1)
+    c.produce("m1", producer="p")
+    c.advance(10000)
+    assert c.report().errors == {"m1": "DELIVERY_TIMEOUT"}
+
+
+def test_producer_settings_are_checked() -> None:
+    c = Cluster(brokers=1)
+    with pytest.raises(ActionError, match="did you mean 'max.in.flight"):
+        c.producer("p", **{"max.inflight.requests.per.connection": 5})
+    with pytest.raises(ActionError, match="needs acks=all"):
+        c.producer("q", acks=1, **{"enable.idempotence": True})
+    c.producer("r")
+    with pytest.raises(ActionError, match="own settings"):
+        c.produce("m", producer="r", acks=1)
+    with pytest.raises(ActionError, match="not allowed"):
+        c.producer("r")
