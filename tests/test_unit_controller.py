@@ -158,8 +158,10 @@ def test_startup_tells_started_brokers_their_partition_state():
     c = Controller(make_config(), {TP: state})
     ctx = broker_change(c, {1: 1, 2: 2})
     assert sent_to(ctx, m.LeaderAndIsr) == [1, 2]
-    assert sent(ctx, m.LeaderAndIsr, 1)[0] == m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3))
-    assert sent(ctx, m.UpdateMetadata, 2) == [m.UpdateMetadata(1, (1, 2), "controller")]
+    assert sent(ctx, m.LeaderAndIsr, 1)[0] == m.LeaderAndIsr(
+        TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 1
+    )
+    assert sent(ctx, m.UpdateMetadata, 2) == [m.UpdateMetadata(1, (1, 2), "controller", 2)]
 
 
 def test_election_picks_the_first_live_isr_replica_in_assignment_order():
@@ -173,7 +175,7 @@ def test_election_picks_the_first_live_isr_replica_in_assignment_order():
     assert state.leader_epoch == 1
     assert state.partition_epoch == 1
     assert sent_to(ctx, m.LeaderAndIsr) == [1, 2]
-    assert sent(ctx, m.LeaderAndIsr, 2)[0] == m.LeaderAndIsr(TP, 1, 1, 1, (2, 1), 1, (3, 1, 2))
+    assert sent(ctx, m.LeaderAndIsr, 2)[0] == m.LeaderAndIsr(TP, 1, 1, 1, (2, 1), 1, (3, 1, 2), 2)
     assert events(ctx, "broker_failure") == [{"brokers": [3]}]
     (change,) = events(ctx, "partition_state")
     assert (change["leader"], change["unclean"], change["reason"]) == (1, False, "broker_failure")
@@ -253,7 +255,9 @@ def test_before_kip380_a_bounced_broker_keeps_its_isr_membership():
     assert events(ctx, "broker_failure") == []
     assert events(ctx, "partition_state") == []
     # It still gets its partition state so that it can take its role.
-    assert sent(ctx, m.LeaderAndIsr, 2) == [m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3))]
+    # Addressed to the new incarnation: it carries the new broker epoch (KIP-380).
+    expected = m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 20)
+    assert sent(ctx, m.LeaderAndIsr, 2) == [expected]
     assert c.live[2] == 20
 
 

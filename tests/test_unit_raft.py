@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.raft import (
+    NO_HW,
     BeginQuorumEpoch,
     FetchMetadata,
     FetchMetadataResponse,
@@ -487,12 +488,26 @@ def test_a_fetcher_from_an_older_epoch_learns_the_new_leader_and_follows_it() ->
     leader = leader_of(3)
     ctx = deliver(leader, "c2", FetchMetadata(2, "c2", 0, 0))
     ((_, answer),) = sent(ctx, FetchMetadataResponse)
-    assert answer == FetchMetadataResponse(3, "c1", (), 0, None)
+    assert answer == FetchMetadataResponse(3, "c1", (), NO_HW, None)
 
     follower = started("c2", QuorumStore(epoch=2, leader="c3"))
     ctx = deliver(follower, "c1", answer)
     assert (follower.state, follower.epoch, follower.leader) == ("follower", 3, "c1")
     assert sent(ctx, FetchMetadata) == [("c1", FetchMetadata(3, "c2", 0, 0))]
+
+
+def test_an_answer_to_a_stale_fetch_teaches_no_hw() -> None:
+    """Regression: a follower that already follows the new leader must not take the HW from
+    the answer to a fetch it sent in an older epoch; its log was never validated (found by a
+    sweep in which a paused old leader came back with an unreplicated tail)."""
+    leader = leader_of(3)
+    ctx = deliver(leader, "c2", FetchMetadata(2, "c2", 5, 1))
+    ((_, answer),) = sent(ctx, FetchMetadataResponse)
+    assert answer.hw == NO_HW
+    follower = started("c2", QuorumStore(epoch=3, leader="c1"))
+    hw = follower.hw
+    deliver(follower, "c1", answer)
+    assert follower.hw == hw
 
 
 def test_a_vote_request_from_outside_the_voter_set_is_refused() -> None:

@@ -127,6 +127,7 @@ class Broker:
         self.controller: Controller | None = None  # set while this broker is the controller
         self.stopping = False
         self._next_producer_id = 0
+        self._early: list[tuple[Any, Any]] = []  # control requests that came before registering
         self._handlers = {
             m.ProduceRequest: self._on_produce,
             m.FetchRequest: self._on_fetch,
@@ -229,8 +230,14 @@ class Broker:
             ctx.emit("zk_reregister", broker=self.id)
             ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
 
+    def _replay_early(self, ctx: Context) -> None:
+        early, self._early = self._early, []
+        for src, msg in early:
+            self.handle(ctx, src, msg)
+
     def _on_registered(self, ctx: Context, src: Any, msg: m.ZkRegistered) -> None:
         self.session = msg.session
+        self._replay_early(ctx)
         self.controller_address = msg.controller
         if msg.controller != self.id and self.controller is not None:
             self._resign(ctx, msg.controller_epoch)  # it lost /controller with its old session
@@ -262,6 +269,7 @@ class Broker:
     ) -> None:
         self.session = msg.broker_epoch
         self.controller_address = src
+        self._replay_early(ctx)
         self._send_heartbeat(ctx)  # a fenced broker is unfenced by its first heartbeat
 
     def _on_heartbeat_response(
@@ -319,7 +327,33 @@ class Broker:
         self.controller_epoch = controller_epoch
         return False
 
+    def _not_for_this_incarnation(self, ctx: Context, src: Any, msg: Any) -> bool:
+        """KIP-380: a control request addressed to this broker's previous incarnation (an older
+        broker epoch) is rejected (STALE_BROKER_EPOCH). One that arrives before this broker has
+        registered waits: KafkaServer starts processing requests only at the end of startup."""
+        kind, broker_epoch = type(msg).__name__, msg.broker_epoch
+        if self.config.broker_epoch and self.session is None and broker_epoch >= 0:
+            self._early.append((src, msg))
+            return True
+        if (
+            self.config.broker_epoch
+            and broker_epoch >= 0
+            and self.session is not None
+            and broker_epoch < self.session
+        ):
+            ctx.emit(
+                "stale_broker_epoch",
+                broker=self.id,
+                request=kind,
+                broker_epoch=broker_epoch,
+                current=self.session,
+            )
+            return True
+        return False
+
     def _on_update_metadata(self, ctx: Context, src: Any, msg: m.UpdateMetadata) -> None:
+        if self._not_for_this_incarnation(ctx, src, msg):
+            return
         if self._is_stale_controller(ctx, "UpdateMetadata", msg.controller_epoch):
             return
         self.live_brokers = frozenset(msg.live_brokers)
@@ -329,6 +363,8 @@ class Broker:
     def _on_leader_and_isr(self, ctx: Context, src: Any, msg: m.LeaderAndIsr) -> None:
         """ReplicaManager.becomeLeaderOrFollower: requests from an older controller epoch, or
         with an older leader epoch than the replica already has, are ignored."""
+        if self._not_for_this_incarnation(ctx, src, msg):
+            return
         if self._is_stale_controller(ctx, "LeaderAndIsr", msg.controller_epoch):
             return
         r = self.partitions.get(msg.tp)
@@ -502,7 +538,9 @@ class Broker:
         first, last = appended
         self._complete_fetches(ctx, r)
         self._maybe_increment_hw(ctx, r)
-        if req.acks == -1:
+        if req.acks == -1 and r.log.hw > last and len(r.isr) >= self.config.min_insync_replicas:
+            reply(m.NONE, first)  # a duplicate of records already committed
+        elif req.acks == -1:
             deadline = ctx.now + req.timeout_ms
             r.delayed_produces.append(DelayedProduce(src, req, first, last + 1, deadline))
             self._arm(ctx, r, "produce_timeout", deadline)

@@ -269,12 +269,12 @@ class Controller:
             state.replicas,
         )
         for b in brokers:
-            self._outbox.append((b, msg))
+            self._outbox.append((b, replace(msg, broker_epoch=self.live.get(b, -1))))
 
     def _update_metadata(self) -> None:
         msg = m.UpdateMetadata(self.controller_epoch, tuple(sorted(self.live)), self.address)
         for b in sorted(self.live):
-            self._outbox.append((b, msg))
+            self._outbox.append((b, replace(msg, broker_epoch=self.live[b])))
 
     # ---- ISR changes from leaders -------------------------------------------------------------
 

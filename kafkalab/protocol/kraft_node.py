@@ -159,12 +159,13 @@ class KRaftNode:
                 controller_epoch=self.controller_epoch,
                 current_epoch=self.raft.epoch,
             )
-        for record in self.raft.committed()[self.applied :]:
-            self.applied = record.offset + 1
-            self._apply(ctx, record)
+        # Answers first: a registering broker learns its epoch before its partitions' state.
         for offset in [o for o in self._replies if o < self.raft.hw]:
             for dst, msg in self._replies.pop(offset):
                 ctx.send(dst, msg, hold=True)
+        for record in self.raft.committed()[self.applied :]:
+            self.applied = record.offset + 1
+            self._apply(ctx, record)
 
     def _apply(self, ctx: Context, record: MetadataRecord) -> None:
         p = record.payload
@@ -229,7 +230,7 @@ class KRaftNode:
     def _send_metadata(self, ctx: Context) -> None:
         msg = m.UpdateMetadata(self.controller_epoch, tuple(self._live()), self.id)
         for b in sorted(self.brokers):
-            ctx.send(b, msg, hold=True)
+            ctx.send(b, replace(msg, broker_epoch=self.brokers[b].broker_epoch), hold=True)
 
     def _send_leader_and_isr(
         self, ctx: Context, tp: str, reg: PartitionRegistration, only: int | None = None
@@ -245,7 +246,8 @@ class KRaftNode:
         )
         for b in reg.replicas:
             if b in self.brokers and (only is None or b == only):
-                ctx.send(b, msg, hold=True)
+                epoch = self.brokers[b].broker_epoch
+                ctx.send(b, replace(msg, broker_epoch=epoch), hold=True)
 
     def _announce_partition(
         self, ctx: Context, tp: str, old: PartitionRegistration | None, new: PartitionRegistration

@@ -133,6 +133,7 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
     partition_epoch: int
     replicas: tuple[int, ...]
+    broker_epoch: int = -1  # the target broker's epoch as the controller knows it (KIP-380)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,7 @@ class UpdateMetadata:
     controller_epoch: int
     live_brokers: tuple[int, ...]
     controller: Any = None
+    broker_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ from typing import Any
 
 from kafkalab.protocol.actor import Context
 
+NO_HW = -1  # in a fetch response that teaches nothing about the HW
+
 __all__ = [
     "BeginQuorumEpoch",
     "FetchMetadata",
@@ -424,8 +426,10 @@ class QuorumController:
         if self.state != LEADER or req.epoch != self.epoch:
             # Not a fetch to serve: tell the fetcher our epoch and its leader, if we know one (a
             # resigned leader names none, so its followers stop fetching from it).
+            # It carries no HW: the fetcher's log was not validated, so it must not learn one
+            # (Kafka answers with an error such as FENCED_LEADER_EPOCH).
             leader = None if self.state == RESIGNED else self.leader
-            ctx.send(src, FetchMetadataResponse(self.epoch, leader, (), self.hw, None))
+            ctx.send(src, FetchMetadataResponse(self.epoch, leader, (), NO_HW, None))
             return
         diverging = self._diverging(req)
         records = () if diverging else tuple(self.log[req.fetch_offset :])

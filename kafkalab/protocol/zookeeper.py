@@ -50,7 +50,7 @@ class ZooKeeper:
             if session is not None and session[0] == msg.session:
                 self.sessions[msg.broker] = (msg.session, ctx.now)
             else:
-                ctx.send(src, m.ZkSessionExpired(msg.session))
+                _send(ctx, src, m.ZkSessionExpired(msg.session))
         elif isinstance(msg, m.ZkClose):
             current = self.sessions.get(msg.broker)
             if current is not None and current[0] == msg.session:
@@ -61,10 +61,17 @@ class ZooKeeper:
             self._write(ctx, src, msg)
 
     def _register(self, ctx: Context, src: Any, broker: int) -> None:
+        old = self.sessions.get(broker)
+        if old is not None and self.controller == (broker, old[0]):
+            # The new session replaces the old one, and the old session's ephemeral
+            # /controller goes with it.
+            self._controller_gone(ctx, broker)
         self.next_zxid += 1
         self.sessions[broker] = (self.next_zxid, ctx.now)
         ctx.emit("zk_session", broker=broker, session=self.next_zxid)
-        ctx.send(src, m.ZkRegistered(self.next_zxid, self._controller_id(), self.controller_epoch))
+        _send(
+            ctx, src, m.ZkRegistered(self.next_zxid, self._controller_id(), self.controller_epoch)
+        )
         ctx.set_timer(self.config.zookeeper_session_timeout_ms, "expire", (broker, self.next_zxid))
         self._notify(ctx)
 
@@ -84,14 +91,15 @@ class ZooKeeper:
         kind = "zk_session_expired" if how == "expired" else "zk_session_closed"
         ctx.emit(kind, broker=broker, session=session)
         if self.controller == (broker, session):
-            # The ephemeral /controller znode goes with its session: every broker races again.
-            self.controller = None
-            ctx.emit(
-                "controller_znode_deleted", broker=broker, controller_epoch=self.controller_epoch
-            )
-            for b in sorted(self.sessions):
-                ctx.send(b, m.ZkControllerChange(None, self.controller_epoch))
+            self._controller_gone(ctx, broker)
         self._notify(ctx)
+
+    def _controller_gone(self, ctx: Context, broker: int) -> None:
+        """The ephemeral /controller znode goes with its session: every broker races again."""
+        self.controller = None
+        ctx.emit("controller_znode_deleted", broker=broker, controller_epoch=self.controller_epoch)
+        for b in sorted(self.sessions):
+            _send(ctx, b, m.ZkControllerChange(None, self.controller_epoch))
 
     def _controller_id(self) -> Any:
         if not self.elected:
@@ -103,7 +111,7 @@ class ZooKeeper:
         target = self._controller_id()
         if target is not None:
             live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
-            ctx.send(target, m.BrokerChange(live))
+            _send(ctx, target, m.BrokerChange(live))
 
     def _elect(self, ctx: Context, msg: m.ZkElect) -> None:
         """KafkaController.elect: the first broker to create /controller wins and bumps
@@ -112,19 +120,20 @@ class ZooKeeper:
         if session is None or session[0] != msg.session:
             return  # a broker whose session is gone cannot create an ephemeral znode
         if self.controller is not None:
-            ctx.send(msg.broker, m.ZkControllerChange(self.controller[0], self.controller_epoch))
+            _send(ctx, msg.broker, m.ZkControllerChange(self.controller[0], self.controller_epoch))
             return
         self.controller = (msg.broker, msg.session)
         self.controller_epoch += 1
         ctx.emit("controller_elected", broker=msg.broker, controller_epoch=self.controller_epoch)
         live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
-        ctx.send(
+        _send(
+            ctx,
             msg.broker,
             m.ZkElected(self.controller_epoch, live, tuple(sorted(self.partitions.items()))),
         )
         for b in sorted(self.sessions):
             if b != msg.broker:
-                ctx.send(b, m.ZkControllerChange(msg.broker, self.controller_epoch))
+                _send(ctx, b, m.ZkControllerChange(msg.broker, self.controller_epoch))
 
     def _write(self, ctx: Context, src: Any, msg: m.ZkWrite) -> None:
         """A controller's writes carry its epoch; ZooKeeper refuses them once another
@@ -141,4 +150,10 @@ class ZooKeeper:
                 controller_epoch=msg.controller_epoch,
                 current_epoch=self.controller_epoch,
             )
-        ctx.send(src, m.ZkWriteResult(msg.write_id, ok, self.controller_epoch))
+        _send(ctx, src, m.ZkWriteResult(msg.write_id, ok, self.controller_epoch))
+
+
+def _send(ctx: Context, dst: Any, msg: Any) -> None:
+    """ZooKeeper's replies and watch events reach a client whose session survives a broken
+    connection once it reconnects, in order; they are never just dropped."""
+    ctx.send(dst, msg, hold=True)

@@ -32,6 +32,7 @@ EVENT_KINDS: dict[str, str] = {
     "controller_znode_deleted": "/controller went with its owner's session",
     "controlled_shutdown": "the controller moved leaderships off a stopping broker",
     "stale_controller_request": "a broker ignored a request from an older controller epoch",
+    "stale_broker_epoch": "a broker ignored a request meant for its previous incarnation",
     "zk_write_rejected": "ZooKeeper refused a write from an older controller epoch",
     "zk_session_closed": "a cleanly stopping broker closed its session",
     "metrics": "OfflinePartitionsCount and UnderReplicatedPartitions after a change",
