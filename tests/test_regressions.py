@@ -9,7 +9,7 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import Broker
 from kafkalab.protocol.log import Disk
-from kafkalab.sim.timed import random_faults, simulate
+from kafkalab.sim.timed import Workload, random_faults, simulate
 
 # (controller mode, seed): found by a 300-run sweep with crashes, cuts, pauses and 0.2 % loss.
 FAILED_ONCE = [("zk", 135), ("zk", 174), ("zk", 197), ("kraft", 144)]
@@ -67,3 +67,31 @@ def test_a_controller_that_restarts_before_its_session_expires_is_replaced() -> 
     c.restart(1)  # its old session has not expired, but the new one replaces it
     assert c.controller is not None and c.controller_epoch == 2
     assert c.sim.actors[c.controller].controller.active
+
+
+def test_a_paused_former_controller_is_not_taken_for_the_active_one() -> None:
+    """kraft seed 340 with the idempotent client: a controller paused while active still
+    believes it is; the cluster's view must follow the active node of the highest epoch."""
+    config = make_config({"min.insync.replicas": 2, "controller_mode": "kraft"})
+    workload = Workload(
+        client={"max.in.flight.requests.per.connection": 5, "request.timeout.ms": 3000}
+    )
+    faults = random_faults(
+        340,
+        3,
+        30000,
+        mean_interval_ms=3000,
+        kinds=("crash", "disconnect", "pause"),
+        controllers=("c1", "c2", "c3"),
+    )
+    result = simulate(
+        config,
+        seed=340,
+        duration_ms=30000,
+        settle_ms=40000,
+        faults=faults,
+        check_invariants=True,
+        loss_rate=0.005,
+        workload=workload,
+    )
+    assert result.safe and result.duplicates == 0 and result.out_of_order == 0

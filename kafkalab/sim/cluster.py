@@ -247,11 +247,14 @@ class Cluster:
         return True
 
     def _active_node(self) -> Any:
-        for node in CONTROLLER_NODES:
-            actor = self.sim.actors.get(node)
-            if actor is not None and actor.active:
-                return actor
-        return None
+        """The active KRaft controller: of the nodes that believe they are active (a paused
+        former leader may still believe it), the one in the highest Raft epoch."""
+        active = [
+            actor
+            for node in CONTROLLER_NODES
+            if (actor := self.sim.actors.get(node)) is not None and actor.active
+        ]
+        return max(active, key=lambda a: a.controller_epoch) if active else None
 
     def _start_broker(self, b: int, disks: dict[str, Disk], clean: bool = False) -> None:
         nodes = CONTROLLER_NODES if self.kraft else ()
