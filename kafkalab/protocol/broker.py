@@ -331,21 +331,17 @@ class Broker:
         """KIP-380: a control request addressed to this broker's previous incarnation (an older
         broker epoch) is rejected (STALE_BROKER_EPOCH). One that arrives before this broker has
         registered waits: KafkaServer starts processing requests only at the end of startup."""
-        kind, broker_epoch = type(msg).__name__, msg.broker_epoch
-        if self.config.broker_epoch and self.session is None and broker_epoch >= 0:
+        if not self.config.broker_epoch or msg.broker_epoch < 0:
+            return False
+        if self.session is None:
             self._early.append((src, msg))
             return True
-        if (
-            self.config.broker_epoch
-            and broker_epoch >= 0
-            and self.session is not None
-            and broker_epoch < self.session
-        ):
+        if msg.broker_epoch < self.session:
             ctx.emit(
                 "stale_broker_epoch",
                 broker=self.id,
-                request=kind,
-                broker_epoch=broker_epoch,
+                request=type(msg).__name__,
+                broker_epoch=msg.broker_epoch,
                 current=self.session,
             )
             return True

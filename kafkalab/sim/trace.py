@@ -59,6 +59,15 @@ EVENT_KINDS: dict[str, str] = {
     "produce": "a producer sent records (values, acks)",
     "produce_result": "a producer learned the outcome of records (values, error, base_offset)",
     "invariant": "a named invariant was violated (name, message)",
+    "duplicate": "a leader recognised an idempotent batch it already has (producer_id, first)",
+    "produce_rejected": "a leader refused an idempotent batch (error, producer_id, sequence)",
+    "produce_retry": "a producer client will send a batch again (error, attempt)",
+    "producer_id": "a producer client got its producer id (producer_id, producer_epoch)",
+    "broker_fenced": "the KRaft controller fenced a broker that stopped heartbeating",
+    "raft_state": "a KRaft controller node changed Raft state (state, epoch, leader)",
+    "raft_vote": "a controller node answered a vote request (candidate, epoch, granted)",
+    "raft_commit": "a controller node's metadata HW moved (hw)",
+    "raft_truncate": "a controller node cut its metadata log where it diverged (offset)",
 }
 
 
