@@ -13,6 +13,7 @@ The same :class:`Controller` runs in two places:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -234,7 +235,15 @@ class Controller:
     ) -> bool:
         if new == old:
             return False
-        new = replace(new, partition_epoch=old.partition_epoch + 1)
+        new = self._store(tp, old, replace(new, partition_epoch=old.partition_epoch + 1), reason)
+        self._send_leader_and_isr(tp, new, [b for b in new.replicas if b in self.live])
+        return True
+
+    def _store(
+        self, tp: str, old: PartitionState, new: PartitionState, reason: str
+    ) -> PartitionState:
+        """Record a decided partition state (written to ZooKeeper with the event's other
+        changes) and its trace events."""
         self.partitions[tp] = new
         self._changed[tp] = new
         self._emit(
@@ -248,15 +257,8 @@ class Controller:
             unclean=new.leader is not None and new.leader not in old.isr,
             controller_epoch=self.controller_epoch,
         )
-        self._send_leader_and_isr(tp, new, [b for b in new.replicas if b in self.live])
-        self._emit_metrics(ctx)
-        return True
-
-    def _emit_metrics(self, ctx: Context) -> None:
-        """OfflinePartitionsCount and UnderReplicatedPartitions, from the committed state."""
-        offline = sum(1 for s in self.partitions.values() if s.leader is None)
-        under = sum(1 for s in self.partitions.values() if len(s.isr) < len(s.replicas))
-        self._emit("metrics", offline_partitions=offline, under_replicated_partitions=under)
+        self._emit("metrics", **partition_metrics(self.partitions.values()))
+        return new
 
     def _send_leader_and_isr(self, tp: str, state: PartitionState, brokers: list[int]) -> None:
         msg = m.LeaderAndIsr(
@@ -290,21 +292,8 @@ class Controller:
         else:
             error = m.NONE
             new = replace(state, isr=req.isr, partition_epoch=state.partition_epoch + 1)
-            self.partitions[req.tp] = new
-            self._changed[req.tp] = new
-            self._emit(
-                "partition_state",
-                tp=req.tp,
-                leader=new.leader,
-                leader_epoch=new.leader_epoch,
-                isr=list(new.isr),
-                partition_epoch=new.partition_epoch,
-                reason="expand" if len(req.isr) > len(state.isr) else "shrink",
-                unclean=False,
-                controller_epoch=self.controller_epoch,
-            )
-            self._emit_metrics(ctx)
-            state = new
+            reason = "expand" if len(req.isr) > len(state.isr) else "shrink"
+            state = self._store(req.tp, state, new, reason)
         self._outbox.append(
             (
                 src,
@@ -394,6 +383,16 @@ class ControllerNode:
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         self.controller.on_timer(ctx, name, data)
+
+
+def partition_metrics(states: Iterable[Any]) -> dict[str, int]:
+    """OfflinePartitionsCount (no leader) and UnderReplicatedPartitions (an ISR smaller than
+    the replica set), from partition states that have leader, isr and replicas."""
+    states = list(states)
+    return {
+        "offline_partitions": sum(1 for s in states if s.leader is None),
+        "under_replicated_partitions": sum(1 for s in states if len(s.isr) < len(s.replicas)),
+    }
 
 
 def _remove_from_isr(state: PartitionState, broker: int) -> PartitionState:

@@ -33,6 +33,7 @@ from typing import Any
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
+from kafkalab.protocol.controller import partition_metrics
 from kafkalab.protocol.kraft import (
     ElectionRules,
     PartitionRegistration,
@@ -267,9 +268,7 @@ class KRaftNode:
             and new.leader not in old.isr
             and new.leader not in old.elr,
         )
-        offline = sum(1 for r in self.partitions.values() if r.leader is None)
-        under = sum(1 for r in self.partitions.values() if len(r.isr) < len(r.replicas))
-        ctx.emit("metrics", offline_partitions=offline, under_replicated_partitions=under)
+        ctx.emit("metrics", **partition_metrics(self.partitions.values()))
         self._send_leader_and_isr(ctx, tp, new)
 
     # ---- decisions (active controller only) --------------------------------------------------

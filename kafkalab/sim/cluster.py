@@ -22,7 +22,12 @@ from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.assignment import assign_replicas
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
 from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings
-from kafkalab.protocol.controller import ControllerNode, PartitionState, ZooKeeper
+from kafkalab.protocol.controller import (
+    ControllerNode,
+    PartitionState,
+    ZooKeeper,
+    partition_metrics,
+)
 from kafkalab.protocol.kraft import PartitionRegistration
 from kafkalab.protocol.kraft_node import KRaftNode
 from kafkalab.protocol.log import Disk, Log
@@ -858,10 +863,7 @@ class Cluster:
             "time_ms": self.now,
             "controller": self.controller,
             "controller_epoch": self.controller_epoch,
-            "offline_partitions": sum(1 for st in states.values() if st.leader is None),
-            "under_replicated_partitions": sum(
-                1 for st in states.values() if len(st.isr) < len(st.replicas)
-            ),
+            **partition_metrics(states.values()),
             "partitions": {tp: self._partition_summary(tp, st) for tp, st in states.items()},
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,
