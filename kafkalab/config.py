@@ -64,6 +64,12 @@ class Config:
     eligible_leader_replicas_enable: bool = False  # KIP-966 (eligible.leader.replicas.version)
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
     hw_freeze_under_min_isr: bool = True  # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR
+    # KIP-890 part 1 (3.6): a partition leader checks with the transaction coordinator before a
+    # producer's first transactional write, so a late write cannot open a "hanging" transaction.
+    transaction_partition_verification_enable: bool = True
+    # KIP-890 part 2 (4.0, transaction.version=2): every transaction ends with an epoch bump, and
+    # partitions join a transaction through that same check.
+    transaction_version: int = 1
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -96,6 +102,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             hw_freeze_under_min_isr=False,
             hw_includes_caught_up_followers=False,
             enable_idempotence=False,
+            transaction_partition_verification_enable=False,
             unclean_leader_election_enable=True,
             replica_lag_time_max_ms=10000,
             replica_lag_max_messages=4000,
@@ -111,8 +118,10 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000)),  # KIP-537
     ("3.0", dict(enable_idempotence=True)),  # KIP-679
+    ("3.6", dict(transaction_partition_verification_enable=True)),  # KIP-890 part 1
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
-    ("4.0", dict(controller_mode="kraft")),  # ZooKeeper removed; ELR available, off by default
+    # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2).
+    ("4.0", dict(controller_mode="kraft", transaction_version=2)),
 ]
 
 
@@ -211,6 +220,10 @@ def _validate(c: Config) -> None:
         raise ConfigError(
             f"leader.imbalance.per.broker.percentage={c.leader_imbalance_per_broker_percentage} "
             "is not allowed: use 0..100"
+        )
+    if c.transaction_version not in (1, 2):
+        raise ConfigError(
+            f"transaction.version={c.transaction_version} is not allowed: use 1 or 2 (KIP-890)"
         )
     if c.min_insync_replicas < 1:
         raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")

@@ -53,6 +53,10 @@ class Report:
     isr_expands: int = 0
     unclean_elections: int = 0
     duplicates: list[str] = field(default_factory=list)  # values held twice by a leader
+    consumed: dict[str, list[str]] = field(default_factory=dict)  # what each consumer read
+    processed: dict[str, list[str]] = field(default_factory=dict)  # what it processed
+    aborted_reads: list[str] = field(default_factory=list)  # read_committed saw an aborted record
+    txn_errors: dict[str, list[str]] = field(default_factory=dict)  # producer -> "op: ERROR"
 
     @property
     def safe(self) -> bool:
@@ -88,6 +92,12 @@ class Report:
             lines.append("client errors: " + ", ".join(f"{k}: {v}" for k, v in self.errors.items()))
         if self.duplicates:
             lines.append(f"duplicated records: {self.duplicates}")
+        for name, values in self.consumed.items():
+            lines.append(f"consumer {name} read: {values}")
+        if self.aborted_reads:
+            lines.append(f"read_committed consumers read aborted records: {self.aborted_reads}")
+        for name, errors in self.txn_errors.items():
+            lines.append(f"transaction errors of {name}: {', '.join(errors)}")
         lines.append(
             f"ISR shrinks: {self.isr_shrinks}, expands: {self.isr_expands}, "
             f"unclean elections: {self.unclean_elections}"
@@ -292,7 +302,59 @@ def build_report(cluster: Cluster) -> Report:
         isr_expands=mon.isr_expands,
         unclean_elections=mon.unclean_elections,
         duplicates=_duplicates(cluster),
+        **_client_outcomes(cluster),
     )
+
+
+def _client_outcomes(cluster: Cluster) -> dict[str, Any]:
+    """What consumers read and processed, transaction errors, and any record a read_committed
+    consumer read although its transaction was aborted (judged from the final logs)."""
+    consumed: dict[str, list[str]] = {}
+    processed: dict[str, list[str]] = {}
+    txn_errors: dict[str, list[str]] = {}
+    committed_reads: list[tuple[str, int, int, str]] = []
+    for e in cluster.trace.events:
+        d = e.data
+        if e.kind == "consumer_records":
+            consumed.setdefault(d["consumer"], []).extend(r[1] for r in d["records"])
+            if d["isolation"] == "read_committed":
+                committed_reads.extend((d["tp"], r[0], r[2], r[1]) for r in d["records"])
+        elif e.kind == "consumer_processed":
+            processed.setdefault(d["consumer"], []).extend(r[2] for r in d["records"])
+        elif e.kind == "txn_client" and d["error"] != "NONE":
+            txn_errors.setdefault(d["producer"], []).append(f"{d['op']}: {d['error']}")
+    aborted = aborted_ranges(cluster)
+    aborted_reads = [
+        value
+        for tp, offset, pid, value in committed_reads
+        if any(p == pid and first <= offset < last for p, first, last in aborted.get(tp, ()))
+    ]
+    return {
+        "consumed": consumed,
+        "processed": processed,
+        "aborted_reads": aborted_reads,
+        "txn_errors": txn_errors,
+    }
+
+
+def aborted_ranges(cluster: Cluster) -> dict[str, list[tuple[int, int, int]]]:
+    """(producer id, first offset, ABORT marker offset) of every aborted transaction, read
+    from the longest log of each partition, independently of the brokers' own index."""
+    found: dict[str, list[tuple[int, int, int]]] = {}
+    for tp in cluster.partitions():
+        logs = _logs(cluster, tp)
+        if not logs:
+            continue
+        log = max(logs.values(), key=lambda v: len(v.records))
+        open_at: dict[int, int] = {}
+        for rec in log.records:
+            if rec.control:
+                first = open_at.pop(rec.producer_id, None)
+                if first is not None and rec.control == "ABORT":
+                    found.setdefault(tp, []).append((rec.producer_id, first, rec.offset))
+            elif rec.transactional:
+                open_at.setdefault(rec.producer_id, rec.offset)
+    return found
 
 
 def _duplicates(cluster: Cluster) -> list[str]:
@@ -301,12 +363,16 @@ def _duplicates(cluster: Cluster) -> list[str]:
     found: list[str] = []
     states = cluster.partition_states()
     for tp in cluster.partitions():
+        if tp.startswith("__"):
+            continue  # the internal topics repeat values by design
         logs = _logs(cluster, tp)
         leader = states[tp].leader
         if leader not in logs:
             continue
         seen: set[str] = set()
         for rec in logs[leader].records:
+            if rec.control:
+                continue
             if rec.value in seen and rec.value not in found:
                 found.append(rec.value)
             seen.add(rec.value)

@@ -6,6 +6,7 @@ Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,9 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.controller import Controller
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
-from kafkalab.protocol.producer_state import DUPLICATE, BatchMetadata, ProducerStateManager
+from kafkalab.protocol.offsets import GroupCoordinator
+from kafkalab.protocol.producer_state import DUPLICATE, ProducerStateManager
+from kafkalab.protocol.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER
 
 __all__ = ["Broker", "FetchNow", "ReplicaState", "Stop"]
@@ -25,6 +28,8 @@ _DEADLINE_TIMERS = {
     "fetch_wait": "_expire_fetches",
     "fetch_timeout": "_fetch_timed_out",
 }
+INTERNAL_MIN_ISR = 2  # transaction.state.log.min.isr (offsets topics use the same in practice)
+READ_COMMITTED = "read_committed"
 
 ZOOKEEPER = "zk"
 UNKNOWN_LEO = -1
@@ -56,10 +61,11 @@ class Remote:
 @dataclass(slots=True)
 class DelayedProduce:
     src: int | str
-    request: m.ProduceRequest
+    request: m.ProduceRequest | None  # None: the broker's own write (a coordinator, a marker)
     base_offset: int
     required_offset: int  # HW that acknowledges the batch: its last offset + 1
     deadline_ms: int
+    reply: Callable[[Context, str], None] | None = None  # called instead of a response
 
 
 @dataclass(slots=True)
@@ -128,6 +134,10 @@ class Broker:
         self.stopping = False
         self._next_producer_id = 0
         self._early: list[tuple[Any, Any]] = []  # control requests that came before registering
+        self.txn_coordinator = TransactionCoordinator(self)
+        self.group_coordinator = GroupCoordinator(self)
+        # Transactional produce requests waiting for the coordinator's verification (KIP-890).
+        self._verifying: dict[int, tuple[Any, m.ProduceRequest]] = {}
         self._handlers = {
             m.ProduceRequest: self._on_produce,
             m.FetchRequest: self._on_fetch,
@@ -147,6 +157,16 @@ class Broker:
             m.MetadataRequest: self._on_metadata_request,
             m.BrokerRegistrationResponse: self._on_kraft_registered,
             m.BrokerHeartbeatResponse: self._on_heartbeat_response,
+            m.AddPartitionsToTxnRequest: self.txn_coordinator.handle,
+            m.AddOffsetsToTxnRequest: self.txn_coordinator.handle,
+            m.EndTxnRequest: self.txn_coordinator.handle,
+            m.WriteTxnMarkersResponse: self.txn_coordinator.handle,
+            m.WriteTxnMarkersRequest: self._on_write_markers,
+            m.AddPartitionsToTxnResponse: self._on_verified,
+            m.OffsetCommitRequest: self.group_coordinator.handle,
+            m.TxnOffsetCommitRequest: self.group_coordinator.handle,
+            m.OffsetFetchRequest: self.group_coordinator.handle,
+            m.ConsumerFetchRequest: self._on_consumer_fetch,
             FetchNow: self._on_fetch_now,
             Stop: self._on_stop,
         }
@@ -180,6 +200,8 @@ class Broker:
         if name.startswith("controller:"):
             if self.controller is not None:
                 self.controller.on_timer(ctx, name, data)
+        elif name.startswith("txn_"):
+            self.txn_coordinator.on_timer(ctx, name, data)
         elif name == "stop_timeout":
             self._stop_now(ctx, "controlled shutdown got no answer")
         elif name == "kraft_heartbeat":
@@ -419,6 +441,8 @@ class Broker:
         )
         self._maybe_increment_hw(ctx, r)
         self._complete_produces(ctx, r)
+        if r.tp.startswith(TRANSACTION_STATE_TOPIC):
+            self.txn_coordinator.load(ctx, r)
 
     def _make_follower(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
@@ -426,6 +450,7 @@ class Broker:
         it holds ends (OffsetsForLeaderEpoch)."""
         same_leader = r.role == "follower" and r.leader == msg.leader
         self._fail_pending(ctx, r, m.NOT_LEADER_OR_FOLLOWER)
+        self.txn_coordinator.unload(r.tp)
         self._set_partition_state(r, msg)
         r.role = "follower" if msg.leader is not None else None
         r.remotes = {}
@@ -449,8 +474,20 @@ class Broker:
             # leader changed; the others are skipped.
             self._truncate(ctx, r, r.log.hw, "truncate_to_hw")
             r.truncating = False
-        if r.role == "follower" and self.auto_fetch:
+        if r.role == "follower" and self._auto(r):
             self._send_fetch(ctx, r)
+
+    def _auto(self, r: ReplicaState) -> bool:
+        """Whether the follower fetches on its own: always in timed mode, and for the internal
+        topics in stepped mode too (a lesson steps the data partition by hand, not them)."""
+        return self.auto_fetch or r.tp.startswith("__")
+
+    def _min_isr(self, r: ReplicaState) -> int:
+        """min.insync.replicas for this partition: the internal topics use their own, 2
+        (transaction.state.log.min.isr), capped by the replication factor."""
+        if r.tp.startswith("__"):
+            return min(INTERNAL_MIN_ISR, len(r.replicas))
+        return self.config.min_insync_replicas
 
     def _set_partition_state(self, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         r.leader = msg.leader
@@ -462,11 +499,22 @@ class Broker:
     # ---- client requests ---------------------------------------------------------------------
 
     def _on_init_producer_id(self, ctx: Context, src: Any, msg: m.InitProducerIdRequest) -> None:
-        """InitProducerId for an idempotent producer: a producer id unique in the cluster (here
-        from this broker's own block of ids, as the controller hands out blocks in KIP-730)."""
+        """InitProducerId: an idempotent producer gets a new producer id from any broker; a
+        transactional one asks its transaction coordinator."""
+        if msg.transactional_id:
+            self.txn_coordinator.handle(ctx, src, msg)
+        else:
+            ctx.send(src, m.InitProducerIdResponse(self.new_producer_id(), 0))
+
+    def new_producer_id(self) -> int:
+        """A producer id unique in the cluster (here from this broker's own block of ids, as
+        the controller hands out blocks in KIP-730)."""
         self._next_producer_id += 1
-        pid = self.id * 1_000_000 + self._next_producer_id
-        ctx.send(src, m.InitProducerIdResponse(pid, 0))
+        return self.id * 1_000_000 + self._next_producer_id
+
+    def known_brokers(self) -> list[int]:
+        """The brokers this one knows to be alive (itself included)."""
+        return sorted(self.live_brokers | {self.id})
 
     def _on_metadata_request(self, ctx: Context, src: Any, msg: m.MetadataRequest) -> None:
         """What this broker's metadata cache says about the partitions it holds."""
@@ -514,7 +562,9 @@ class Broker:
 
     # ---- produce (leader) ------------------------------------------------------------------
 
-    def _on_produce(self, ctx: Context, src: Any, req: m.ProduceRequest) -> None:
+    def _on_produce(
+        self, ctx: Context, src: Any, req: m.ProduceRequest, verified: bool = False
+    ) -> None:
         """Partition.appendRecordsToLeader, then ReplicaManager's produce purgatory."""
         r = self.partitions[req.tp]
 
@@ -525,8 +575,11 @@ class Broker:
         if r.role != "leader":
             reply(m.NOT_LEADER_OR_FOLLOWER)
             return
-        if req.acks == -1 and len(r.isr) < self.config.min_insync_replicas:
+        if req.acks == -1 and len(r.isr) < self._min_isr(r):
             reply(m.NOT_ENOUGH_REPLICAS)
+            return
+        if req.transactional_id and not verified and self._needs_verification(r, req):
+            self._verify(ctx, src, req)
             return
         appended = self._append_client_batch(ctx, src, r, req)
         if appended is None:
@@ -534,7 +587,7 @@ class Broker:
         first, last = appended
         self._complete_fetches(ctx, r)
         self._maybe_increment_hw(ctx, r)
-        if req.acks == -1 and r.log.hw > last and len(r.isr) >= self.config.min_insync_replicas:
+        if req.acks == -1 and r.log.hw > last and len(r.isr) >= self._min_isr(r):
             reply(m.NONE, first)  # a duplicate of records already committed
         elif req.acks == -1:
             deadline = ctx.now + req.timeout_ms
@@ -579,9 +632,11 @@ class Broker:
                     ctx.send(src, m.ProduceResponse(r.tp, req.correlation_id, verdict))
                 return None
             producer = (req.producer_id, req.producer_epoch, req.base_sequence)
-            first, last = r.log.append_as_leader(req.values, r.leader_epoch, producer)
-            batch = BatchMetadata(req.base_sequence, last_seq, first, last)
-            r.producers.update(req.producer_id, req.producer_epoch, batch)
+            transactional = bool(req.transactional_id)
+            first, last = r.log.append_as_leader(
+                req.values, r.leader_epoch, producer, transactional
+            )
+            r.producers.observe(r.log.records[first : last + 1])
         ctx.emit(
             "append", broker=self.id, tp=r.tp, first=first, last=last, leader_epoch=r.leader_epoch
         )
@@ -598,15 +653,63 @@ class Broker:
             if error is None:
                 return
             queue.popleft()
-            resp = m.ProduceResponse(r.tp, p.request.correlation_id, error, p.base_offset)
+            self._answer_produce(ctx, r, p, error, p.base_offset)
+
+    def _answer_produce(
+        self, ctx: Context, r: ReplicaState, p: DelayedProduce, error: str, base_offset: int = -1
+    ) -> None:
+        if p.reply is not None:
+            p.reply(ctx, error)
+        elif p.request is not None:
+            resp = m.ProduceResponse(r.tp, p.request.correlation_id, error, base_offset)
             ctx.send(p.src, resp)
+
+    def append_internal(
+        self,
+        ctx: Context,
+        tp: str,
+        values: tuple[str, ...],
+        reply: Callable[[Context, str], None],
+        *,
+        transactional: tuple[int, int] | None = None,
+        marker: tuple[str, int, int] | None = None,
+    ) -> None:
+        """The broker's own acks=all write (ReplicaManager.appendRecords with requiredAcks -1):
+        a coordinator's state record, an offset commit, or a transaction ``marker`` (control,
+        producer id, producer epoch). ``reply(ctx, error)`` runs once it is committed or
+        fails."""
+        r = self.partitions.get(tp)
+        if r is None or r.role != "leader":
+            reply(ctx, m.NOT_LEADER_OR_FOLLOWER)
+            return
+        if len(r.isr) < self._min_isr(r):
+            reply(ctx, m.NOT_ENOUGH_REPLICAS)
+            return
+        if marker is not None:
+            control, pid, epoch = marker
+            first = last = r.log.append_marker(control, r.leader_epoch, pid, epoch)
+        elif transactional is not None:
+            pid, epoch = transactional
+            first, last = r.log.append_as_leader(values, r.leader_epoch, (pid, epoch, -1), True)
+        else:
+            first, last = r.log.append_as_leader(values, r.leader_epoch)
+        r.producers.observe(r.log.records[first : last + 1])
+        ctx.emit(
+            "append", broker=self.id, tp=r.tp, first=first, last=last, leader_epoch=r.leader_epoch
+        )
+        deadline = ctx.now + self.config.request_timeout_ms
+        r.delayed_produces.append(DelayedProduce(self.id, None, first, last + 1, deadline, reply))
+        self._arm(ctx, r, "produce_timeout", deadline)
+        self._complete_fetches(ctx, r)
+        self._maybe_increment_hw(ctx, r)
+        self._complete_produces(ctx, r)
 
     def _produce_outcome(self, r: ReplicaState, p: DelayedProduce) -> str | None:
         if r.role != "leader":
             return m.NOT_LEADER_OR_FOLLOWER
         if r.log.hw < p.required_offset:
             return None
-        if len(r.isr) >= self.config.min_insync_replicas:
+        if len(r.isr) >= self._min_isr(r):
             return m.NONE
         return m.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
@@ -616,8 +719,7 @@ class Broker:
         queue = r.delayed_produces
         while queue and queue[0].deadline_ms <= ctx.now:
             p = queue.popleft()
-            resp = m.ProduceResponse(r.tp, p.request.correlation_id, m.REQUEST_TIMED_OUT)
-            ctx.send(p.src, resp)
+            self._answer_produce(ctx, r, p, m.REQUEST_TIMED_OUT)
         if queue:
             self._arm(ctx, r, "produce_timeout", queue[0].deadline_ms)
 
@@ -641,11 +743,112 @@ class Broker:
 
     def _fail_pending(self, ctx: Context, r: ReplicaState, error: str) -> None:
         for p in r.delayed_produces:
-            ctx.send(p.src, m.ProduceResponse(r.tp, p.request.correlation_id, error))
+            self._answer_produce(ctx, r, p, error)
         r.delayed_produces.clear()
         for f in r.delayed_fetches:
             ctx.send(f.src, m.FetchResponse(r.tp, f.request.correlation_id, error))
         r.delayed_fetches = []
+
+    # ---- transactions on a data partition (leader) ---------------------------------------------
+
+    def _needs_verification(self, r: ReplicaState, req: m.ProduceRequest) -> bool:
+        """KIP-890: the first transactional write of a producer to a partition is checked with
+        the coordinator (transaction.partition.verification.enable, 3.6); with transaction
+        version 2 (4.0) the partition is added to the transaction that way too."""
+        config = self.config
+        if not (config.transaction_partition_verification_enable or config.transaction_version >= 2):
+            return False
+        return req.producer_id not in r.producers.ongoing
+
+    def _verify(self, ctx: Context, src: Any, req: m.ProduceRequest) -> None:
+        self.correlation += 1
+        self._verifying[self.correlation] = (src, req)
+        check = m.AddPartitionsToTxnRequest(
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            (req.tp,),
+            verify_only=self.config.transaction_version < 2,
+            correlation_id=self.correlation,
+        )
+        for b in self.known_brokers():  # only the coordinator answers with more than
+            ctx.send(b, check)  # NOT_COORDINATOR (Kafka looks it up in its metadata)
+
+    def _on_verified(self, ctx: Context, src: Any, resp: m.AddPartitionsToTxnResponse) -> None:
+        if resp.error == m.NOT_COORDINATOR or resp.correlation_id not in self._verifying:
+            return
+        client, req = self._verifying.pop(resp.correlation_id)
+        r = self.partitions[req.tp]
+        if resp.error != m.NONE:
+            ctx.emit(
+                "produce_rejected",
+                broker=self.id,
+                tp=req.tp,
+                error=resp.error,
+                producer_id=req.producer_id,
+                sequence=req.base_sequence,
+            )
+            if req.acks != 0:
+                ctx.send(client, m.ProduceResponse(req.tp, req.correlation_id, resp.error))
+            return
+        self._on_produce(ctx, client, req, verified=True)
+
+    def _on_write_markers(self, ctx: Context, src: Any, req: m.WriteTxnMarkersRequest) -> None:
+        """KafkaApis.handleWriteTxnMarkersRequest: the leader appends the COMMIT or ABORT
+        control record with acks=all, closing the producer's transaction on this partition
+        (a marker from an older producer epoch is refused). Other brokers stay silent."""
+        r = self.partitions.get(req.tp)
+        if r is None or r.role != "leader":
+            return
+
+        def answer(c: Context, error: str) -> None:
+            c.send(
+                src,
+                m.WriteTxnMarkersResponse(
+                    req.tp, req.producer_id, req.control, error, req.transactional_id
+                ),
+            )
+
+        error = r.producers.check_marker(req.producer_id, req.producer_epoch)
+        if error is not None:
+            answer(ctx, error)
+            return
+        first = r.producers.ongoing.get(req.producer_id)
+        ctx.emit(
+            "marker",
+            broker=self.id,
+            tp=req.tp,
+            control=req.control,
+            producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch,
+            offset=r.log.leo,
+            first_offset=first,
+        )
+        marker = (req.control, req.producer_id, req.producer_epoch)
+        self.append_internal(ctx, req.tp, (), answer, marker=marker)
+
+    def _on_consumer_fetch(self, ctx: Context, src: Any, req: m.ConsumerFetchRequest) -> None:
+        """A consumer's fetch (ReplicaManager.fetchMessages with FetchIsolation HIGH_WATERMARK
+        or TXN_COMMITTED): up to the HW, or up to the LSO with the aborted transactions in that
+        range, which the consumer uses to skip aborted records."""
+        r = self.partitions.get(req.tp)
+        if r is None or r.role != "leader":
+            ctx.send(src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER))
+            return
+        hw = r.log.hw
+        lso = r.producers.last_stable_offset(hw)
+        end = lso if req.isolation == READ_COMMITTED else hw
+        if req.fetch_offset > r.log.leo:
+            ctx.send(src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.OFFSET_OUT_OF_RANGE))
+            return
+        records = tuple(r.log.records[req.fetch_offset : end])
+        aborted = ()
+        if req.isolation == READ_COMMITTED:
+            aborted = r.producers.aborted_between(req.fetch_offset, end)
+        ctx.send(
+            src,
+            m.ConsumerFetchResponse(req.tp, req.correlation_id, m.NONE, records, hw, lso, aborted),
+        )
 
     # ---- fetch (leader) --------------------------------------------------------------------
 
@@ -747,7 +950,7 @@ class Broker:
         config = self.config
         isr = r.maximal_isr or r.isr
         if config.hw_freeze_under_min_isr:
-            effective_min_isr = min(config.min_insync_replicas, len(r.replicas))
+            effective_min_isr = min(self._min_isr(r), len(r.replicas))
             if len(r.isr) < effective_min_isr:
                 return
         new_hw = r.log.leo
@@ -857,10 +1060,10 @@ class Broker:
                 r.tp, self.id, r.log.latest_epoch, current_epoch, self.correlation
             )
         else:
-            wait = self.config.replica_fetch_wait_max_ms if self.auto_fetch else 0
+            wait = self.config.replica_fetch_wait_max_ms if self._auto(r) else 0
             req = m.FetchRequest(r.tp, self.id, r.log.leo, current_epoch, wait, self.correlation)
         ctx.send(r.leader, req)
-        if self.auto_fetch:
+        if self._auto(r):
             # The fetcher's request timeout: a lost request or response does not stall it forever.
             r.fetch_deadline_ms = ctx.now + self.config.request_timeout_ms
             self._arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
@@ -947,7 +1150,7 @@ class Broker:
         self._next_fetch(ctx, r, 0)
 
     def _next_fetch(self, ctx: Context, r: ReplicaState, backoff_ms: int) -> None:
-        if not self.auto_fetch or r.role != "follower":
+        if not self._auto(r) or r.role != "follower":
             return
         if backoff_ms:
             ctx.set_timer(backoff_ms, "fetch_backoff", r.tp)

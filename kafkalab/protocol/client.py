@@ -13,6 +13,12 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   records of each partition from 0, and re-queues a retried batch in sequence order; the broker
   refuses a batch that would overtake a missing one (OUT_OF_ORDER_SEQUENCE_NUMBER, retried) and
   recognises one it already has.
+- With a ``transactional.id`` (KIP-98's TransactionManager) the producer gets its id and epoch
+  from its transaction coordinator, adds each partition to the open transaction before writing
+  to it (AddPartitionsToTxn; with transaction version 2 the partition leader does it), can add a
+  consumer group's offsets (sendOffsetsToTransaction), and ends the transaction with EndTxn once
+  every batch is answered. A fenced producer (a newer instance bumped the epoch) can do nothing
+  more; after any other failed send the transaction can only be aborted.
 """
 
 from __future__ import annotations
@@ -23,8 +29,18 @@ from typing import Any
 from kafkalab.errors import ConfigError
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
+from kafkalab.protocol.offsets import offsets_partition
+from kafkalab.protocol.transactions import txn_partition
 
-__all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings"]
+__all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand"]
+
+# TransactionManager.State, reduced.
+UNINITIALIZED, READY, IN_TRANSACTION = "UNINITIALIZED", "READY", "IN_TRANSACTION"
+COMMITTING, ABORTING = "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION"
+ABORTABLE_ERROR, FATAL_ERROR = "ABORTABLE_ERROR", "FATAL_ERROR"
+FENCED = frozenset({m.PRODUCER_FENCED, m.INVALID_PRODUCER_EPOCH})
+TXN_RETRY = frozenset({m.CONCURRENT_TRANSACTIONS, m.NOT_COORDINATOR, m.COORDINATOR_LOAD_IN_PROGRESS})
+TRANSACTION_ABORTED = "TRANSACTION_ABORTED"  # the client's TransactionAbortedException
 
 RETRIABLE = frozenset(
     {
@@ -51,8 +67,15 @@ class ProducerSettings:
     retry_backoff_ms: int = 100
     request_timeout_ms: int = 30000
     delivery_timeout_ms: int = 120000
+    transactional_id: str = ""
+    transaction_timeout_ms: int = 60000
+    transaction_version: int = 1  # what the cluster supports (KIP-890 part 2 is version 2)
 
     def __post_init__(self) -> None:
+        if self.transactional_id and not self.enable_idempotence:
+            raise ConfigError(
+                f"transactional.id={self.transactional_id!r} needs enable.idempotence=true"
+            )
         if self.max_in_flight_requests_per_connection < 1 or self.retries < 0:
             raise ConfigError(
                 "max.in.flight.requests.per.connection must be >= 1 and retries >= 0, got "
@@ -73,6 +96,16 @@ class ProducerSettings:
 class ProduceCommand:
     tp: str
     values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnCommand:
+    """A transactional producer's call: begin, commit, abort, or send_offsets (``group`` and
+    ``offsets``, as sendOffsetsToTransaction)."""
+
+    op: str
+    group: str = ""
+    offsets: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(slots=True)
@@ -101,30 +134,200 @@ class KafkaProducer:
         self.correlation = 0
         self._broker_turn = 0
         self._timer_at: dict[str, int] = {}
+        # Transactions (TransactionManager): the state, the partitions already in the open
+        # transaction, the coordinator requests still to send, and how the transaction ends.
+        self.txn_state = UNINITIALIZED
+        self.txn_partitions: set[str] = set()
+        self.txn_requests: list[Any] = []  # pending coordinator calls, in order
+        self.txn_waiting: Any = None  # the call in flight
+        self.txn_error = ""
+        self.txn_deadline = 0
 
     # ---- actor interface ---------------------------------------------------------------------
 
+    @property
+    def transactional(self) -> bool:
+        return bool(self.settings.transactional_id)
+
     def start(self, ctx: Context) -> None:
-        if self.settings.enable_idempotence:
+        if self.transactional:
+            self.txn_requests.append("init")
+        elif self.settings.enable_idempotence:
             ctx.send(self._next_broker(), m.InitProducerIdRequest())
         self._refresh_metadata(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
         if isinstance(msg, ProduceCommand):
             self._enqueue(ctx, msg)
+        elif isinstance(msg, TxnCommand):
+            self._txn_command(ctx, msg)
         elif isinstance(msg, m.InitProducerIdResponse):
-            self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
-            ctx.emit(
-                "producer_id",
-                producer=self.name,
-                producer_id=msg.producer_id,
-                producer_epoch=msg.producer_epoch,
-            )
+            self._on_init_producer_id(ctx, msg)
         elif isinstance(msg, m.MetadataResponse):
             self.leaders.update({tp: leader for tp, leader in msg.leaders if leader is not None})
         elif isinstance(msg, m.ProduceResponse):
             self._on_response(ctx, msg)
+        elif isinstance(
+            msg,
+            m.AddPartitionsToTxnResponse
+            | m.AddOffsetsToTxnResponse
+            | m.TxnOffsetCommitResponse
+            | m.EndTxnResponse,
+        ):
+            self._on_txn_response(ctx, msg)
         self._drain(ctx)
+
+    def _on_init_producer_id(self, ctx: Context, msg: m.InitProducerIdResponse) -> None:
+        if self.transactional:
+            if self.txn_waiting != "init":
+                return
+            self.txn_waiting = None
+            if msg.error != m.NONE:
+                self._txn_retry(ctx, "init", msg.error)
+                return
+            self.txn_state = READY
+            self.next_sequence.clear()
+        self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
+        ctx.emit(
+            "producer_id",
+            producer=self.name,
+            producer_id=msg.producer_id,
+            producer_epoch=msg.producer_epoch,
+        )
+
+    # ---- transactions (TransactionManager) ------------------------------------------------------
+
+    def _txn_command(self, ctx: Context, cmd: TxnCommand) -> None:
+        if self.txn_state == FATAL_ERROR:
+            self._txn_result(ctx, cmd.op, self.txn_error or m.PRODUCER_FENCED)
+            return
+        allowed = {
+            "begin": (READY,),
+            "send_offsets": (IN_TRANSACTION,),
+            "commit": (IN_TRANSACTION,),
+            "abort": (IN_TRANSACTION, ABORTABLE_ERROR),
+        }[cmd.op]
+        if self.txn_state not in allowed:
+            self._txn_result(ctx, cmd.op, m.INVALID_TXN_STATE, state=self.txn_state)
+            return
+        if cmd.op == "begin":
+            self.txn_state = IN_TRANSACTION
+            self.txn_partitions = set()
+            self._txn_result(ctx, "begin", m.NONE)
+        elif cmd.op == "send_offsets":
+            self.txn_requests.append(("add_offsets", cmd.group, cmd.offsets))
+        elif cmd.op == "commit":
+            self.txn_state = COMMITTING
+            self.txn_requests.append(("end", True))
+        else:
+            self.txn_state = ABORTING
+            for batch in self.queue:  # unsent batches fail with TransactionAbortedException
+                self._outcome(ctx, batch, TRANSACTION_ABORTED, -1)
+            self.queue = []
+            self.txn_requests = [r for r in self.txn_requests if r[0] != "add_partitions"]
+            self.txn_requests.append(("end", False))
+
+    def _txn_result(self, ctx: Context, op: str, error: str, **extra: Any) -> None:
+        ctx.emit(
+            "txn_client",
+            producer=self.name,
+            op=op,
+            error=error,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            **extra,
+        )
+
+    def _coordinator(self, ctx: Context, tp: str) -> int | None:
+        leader = self.leaders.get(tp)
+        if leader is None:
+            self._refresh_metadata(ctx)
+        return leader
+
+    def _send_txn_request(self, ctx: Context) -> None:
+        """maybeSendAndPollTransactionalRequest: one coordinator call at a time, in order; the
+        EndTxn only once every batch of the transaction is answered."""
+        if self.txn_waiting is not None or not self.txn_requests:
+            return
+        if self._timer_at.get("txn_backoff", -1) > ctx.now:
+            return
+        request = self.txn_requests[0]
+        kind = request if isinstance(request, str) else request[0]
+        if kind == "end" and (self.queue or self.inflight):
+            return
+        txn_id = self.settings.transactional_id
+        target = txn_partition(txn_id)
+        if kind == "txn_offset_commit":
+            target = offsets_partition(request[1])
+        coordinator = self._coordinator(ctx, target)
+        if coordinator is None:
+            return
+        pid, epoch = self.producer_id, self.producer_epoch
+        if kind == "init":
+            msg: Any = m.InitProducerIdRequest(txn_id, self.settings.transaction_timeout_ms)
+        elif kind == "add_partitions":
+            msg = m.AddPartitionsToTxnRequest(txn_id, pid, epoch, request[1])
+        elif kind == "add_offsets":
+            msg = m.AddOffsetsToTxnRequest(txn_id, pid, epoch, request[1])
+        elif kind == "txn_offset_commit":
+            msg = m.TxnOffsetCommitRequest(request[1], txn_id, pid, epoch, request[2])
+        else:
+            msg = m.EndTxnRequest(txn_id, pid, epoch, request[1])
+        self.txn_requests.pop(0)
+        self.txn_waiting = request
+        ctx.send(coordinator, msg)
+        self.txn_deadline = ctx.now + self.settings.request_timeout_ms
+        self._set_timer(ctx, "txn_timeout", self.settings.request_timeout_ms)
+
+    def _txn_retry(self, ctx: Context, request: Any, error: str) -> None:
+        kind = request if isinstance(request, str) else request[0]
+        if error in FENCED:
+            self._txn_fatal(ctx, error)
+            return
+        if error not in TXN_RETRY:
+            self.txn_state = ABORTABLE_ERROR
+            self.txn_error = error
+            self._txn_result(ctx, kind, error)
+            return
+        self.txn_requests.insert(0, request)
+        if error == m.NOT_COORDINATOR:
+            tp = txn_partition(self.settings.transactional_id)
+            if kind == "txn_offset_commit":
+                tp = offsets_partition(request[1])
+            self.leaders.pop(tp, None)
+        self._set_timer(ctx, "txn_backoff", self.settings.retry_backoff_ms)
+
+    def _txn_fatal(self, ctx: Context, error: str) -> None:
+        """A newer instance of this transactional.id bumped the epoch: this one is a zombie."""
+        self.txn_state = FATAL_ERROR
+        self.txn_error = error
+        self._txn_result(ctx, "fenced", error)
+        for batch in self.queue:
+            self._outcome(ctx, batch, error, -1)
+        self.queue = []
+        self.txn_requests = []
+
+    def _on_txn_response(self, ctx: Context, msg: Any) -> None:
+        request, self.txn_waiting = self.txn_waiting, None
+        if request is None:
+            return
+        if msg.error != m.NONE:
+            self._txn_retry(ctx, request, msg.error)
+            return
+        kind = request[0]
+        if kind == "add_partitions":
+            self.txn_partitions |= set(request[1])
+        elif kind == "add_offsets":
+            self.txn_requests.insert(0, ("txn_offset_commit", request[1], request[2]))
+        elif kind == "txn_offset_commit":
+            self._txn_result(ctx, "send_offsets", m.NONE, group=request[1])
+        elif kind == "end":
+            if msg.producer_epoch > self.producer_epoch:  # transaction version 2: a new epoch
+                self.producer_epoch = msg.producer_epoch
+                self.next_sequence.clear()
+            self.txn_state = READY
+            self.txn_partitions = set()
+            self._txn_result(ctx, "commit" if request[1] else "abort", m.NONE)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self._timer_at.get(name) == ctx.now:
@@ -134,12 +337,20 @@ class KafkaProducer:
                 if deadline <= ctx.now and cid in self.inflight:
                     del self.deadlines[cid]
                     self._retry_or_fail(ctx, self.inflight.pop(cid), m.REQUEST_TIMED_OUT)
+        elif name == "txn_timeout" and self.txn_waiting is not None:
+            if ctx.now >= self.txn_deadline:
+                request, self.txn_waiting = self.txn_waiting, None
+                self._txn_retry(ctx, request, m.NOT_COORDINATOR)
+            else:
+                self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
         elif name == "metadata":
             self._expire_queued(ctx)
             if any(self.leaders.get(b.tp) is None for b in self.queue):
                 self._refresh_metadata(ctx)
-            if self.settings.enable_idempotence and self.producer_id < 0:
+            if self.settings.enable_idempotence and self.producer_id < 0 and not self.transactional:
                 ctx.send(self._next_broker(), m.InitProducerIdRequest())
+                self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
+            if self.transactional and self.txn_requests and self.txn_waiting is None:
                 self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
         self._drain(ctx)
         self._arm_request_timeout(ctx)
@@ -147,6 +358,16 @@ class KafkaProducer:
     # ---- sending -----------------------------------------------------------------------------
 
     def _enqueue(self, ctx: Context, cmd: ProduceCommand) -> None:
+        if self.transactional and self.txn_state != IN_TRANSACTION:
+            error = self.txn_error if self.txn_state == FATAL_ERROR else m.INVALID_TXN_STATE
+            self._outcome(ctx, _Batch(cmd.tp, cmd.values, -1, ctx.now), error, -1)
+            return
+        if self.transactional and self.settings.transaction_version < 2:
+            pending = {tp for r in self.txn_requests if r[0] == "add_partitions" for tp in r[1]}
+            if cmd.tp not in self.txn_partitions and cmd.tp not in pending:
+                self.txn_requests.append(("add_partitions", (cmd.tp,)))
+        elif self.transactional:
+            self.txn_partitions.add(cmd.tp)  # the partition leader adds it (KIP-890 part 2)
         sequence = -1
         if self.settings.enable_idempotence:
             sequence = self.next_sequence.get(cmd.tp, 0)
@@ -157,6 +378,8 @@ class KafkaProducer:
         """Sender.sendProducerData: send queued batches up to max.in.flight, oldest first; a
         partition whose first batch waits (backoff, unknown leader) sends nothing after it
         (RecordAccumulator.drain)."""
+        if self.transactional:
+            self._send_txn_request(ctx)
         if self.settings.enable_idempotence and self.producer_id < 0:
             return
         limit = self.settings.max_in_flight_requests_per_connection
@@ -166,7 +389,8 @@ class KafkaProducer:
             batch = self.queue.pop(0)
             leader = self.leaders.get(batch.tp)
             backoff = self._timer_at.get(f"backoff:{batch.tp}", -1) > ctx.now
-            if batch.tp in blocked or leader is None or backoff:
+            not_added = self.transactional and batch.tp not in self.txn_partitions
+            if batch.tp in blocked or leader is None or backoff or not_added:
                 blocked.add(batch.tp)
                 waiting.append(batch)
                 continue
@@ -200,6 +424,7 @@ class KafkaProducer:
                 pid,
                 epoch,
                 batch.sequence,
+                self.settings.transactional_id,
             ),
         )
         if self.settings.acks == 0:
@@ -223,6 +448,11 @@ class KafkaProducer:
         expired = ctx.now - batch.created_ms >= s.delivery_timeout_ms
         if error not in RETRIABLE or batch.attempts > s.retries or expired:
             self._outcome(ctx, batch, error, -1)
+            if self.transactional and error in FENCED:
+                self._txn_fatal(ctx, error)
+            elif self.transactional and self.txn_state != FATAL_ERROR:
+                self.txn_state = ABORTABLE_ERROR  # the transaction can only be aborted now
+                self.txn_error = error
             return
         ctx.emit(
             "produce_retry",

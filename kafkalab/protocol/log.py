@@ -22,6 +22,8 @@ class Record:
     producer_epoch: int = -1
     sequence: int = -1
     base_sequence: int = -1  # the first sequence of the record's batch
+    transactional: bool = False  # written inside a transaction (KIP-98)
+    control: str = ""  # "COMMIT" or "ABORT" for a transaction marker (a control record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +73,11 @@ class Log:
         values: tuple[str, ...],
         leader_epoch: int,
         producer: tuple[int, int, int] | None = None,
+        transactional: bool = False,
     ) -> tuple[int, int]:
         """Append values in ``leader_epoch``, with ``producer`` = (id, epoch, first sequence)
-        for an idempotent batch; returns (first offset, last offset)."""
+        for an idempotent batch (``transactional`` inside a transaction); returns (first
+        offset, last offset)."""
         first = self.leo
         self.assign_epoch(leader_epoch, first)
         if producer is None:
@@ -83,10 +87,21 @@ class Log:
         else:
             pid, epoch, seq = producer
             self.records.extend(
-                Record(first + i, value, leader_epoch, pid, epoch, seq + i, seq)
+                Record(first + i, value, leader_epoch, pid, epoch, seq + i, seq, transactional)
                 for i, value in enumerate(values)
             )
         return first, self.leo - 1
+
+    def append_marker(
+        self, control: str, leader_epoch: int, producer_id: int, producer_epoch: int
+    ) -> int:
+        """Append a transaction marker (a control record) for a producer; returns its offset."""
+        offset = self.leo
+        self.assign_epoch(leader_epoch, offset)
+        self.records.append(
+            Record(offset, control, leader_epoch, producer_id, producer_epoch, control=control)
+        )
+        return offset
 
     def append_replicated(self, records: tuple[Record, ...]) -> None:
         """A follower appends what it fetched, learning epochs from the batches."""

@@ -12,6 +12,10 @@ from typing import Any
 from kafkalab.protocol.log import Record
 
 __all__ = [
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
     "AlterIsr",
     "AlterIsrResponse",
     "BrokerChange",
@@ -19,9 +23,13 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerRegistration",
     "BrokerRegistrationResponse",
+    "ConsumerFetchRequest",
+    "ConsumerFetchResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
     "ElectPreferredLeaders",
+    "EndTxnRequest",
+    "EndTxnResponse",
     "FetchRequest",
     "FetchResponse",
     "InitProducerIdRequest",
@@ -30,11 +38,19 @@ __all__ = [
     "MetadataRequest",
     "MetadataResponse",
     "NotController",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchRequest",
+    "OffsetFetchResponse",
     "OffsetsForLeaderEpochRequest",
     "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
     "UpdateMetadata",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
     "ZkClose",
     "ZkControllerChange",
     "ZkElect",
@@ -64,6 +80,12 @@ INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
 STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
+NOT_COORDINATOR = "NOT_COORDINATOR"
+COORDINATOR_LOAD_IN_PROGRESS = "COORDINATOR_LOAD_IN_PROGRESS"
+CONCURRENT_TRANSACTIONS = "CONCURRENT_TRANSACTIONS"
+PRODUCER_FENCED = "PRODUCER_FENCED"
+INVALID_TXN_STATE = "INVALID_TXN_STATE"
+TRANSACTION_COORDINATOR_FENCED = "TRANSACTION_COORDINATOR_FENCED"
 
 
 @dataclass(slots=True)
@@ -76,6 +98,7 @@ class ProduceRequest:
     producer_id: int = -1  # an idempotent producer's PID, epoch and first sequence
     producer_epoch: int = -1
     base_sequence: int = -1
+    transactional_id: str = ""  # set for a transactional producer's batch
 
 
 @dataclass(slots=True)
@@ -274,13 +297,161 @@ class BrokerChange:
 
 @dataclass(frozen=True, slots=True)
 class InitProducerIdRequest:
-    """An idempotent producer asks a broker for its producer id (KIP-98)."""
+    """An idempotent producer asks any broker for its producer id (KIP-98); a transactional
+    one asks its transaction coordinator, which bumps the epoch of its transactional.id."""
+
+    transactional_id: str = ""
+    transaction_timeout_ms: int = 60000
 
 
 @dataclass(frozen=True, slots=True)
 class InitProducerIdResponse:
     producer_id: int
     producer_epoch: int
+    error: str = NONE
+
+
+# ---- transactions (KIP-98, KIP-447, KIP-890) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionsToTxnRequest:
+    """Add partitions to the open transaction. ``verify_only``: a partition leader asks whether
+    they are already in it (KIP-890 part 1)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    tps: tuple[str, ...]
+    verify_only: bool = False
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionsToTxnResponse:
+    transactional_id: str
+    correlation_id: int
+    error: str
+    tps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsToTxnRequest:
+    """sendOffsetsToTransaction, step one: add the group's __consumer_offsets partition."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsToTxnResponse:
+    transactional_id: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRequest:
+    """sendOffsetsToTransaction, step two: the offsets, to the group coordinator."""
+
+    group: str
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitResponse:
+    group: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnResponse:
+    transactional_id: str
+    error: str
+    producer_id: int = -1
+    producer_epoch: int = -1  # the bumped epoch with transaction version 2 (KIP-890 part 2)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTxnMarkersRequest:
+    """The coordinator asks a partition's leader to write a COMMIT or ABORT marker."""
+
+    tp: str
+    producer_id: int
+    producer_epoch: int
+    control: str
+    coordinator_epoch: int
+    transactional_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTxnMarkersResponse:
+    tp: str
+    producer_id: int
+    control: str
+    error: str
+    transactional_id: str
+
+
+# ---- consumers --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerFetchRequest:
+    tp: str
+    correlation_id: int
+    fetch_offset: int
+    isolation: str  # "read_uncommitted" or "read_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerFetchResponse:
+    tp: str
+    correlation_id: int
+    error: str
+    records: tuple[Record, ...] = ()
+    hw: int = -1
+    lso: int = -1
+    aborted: tuple[Any, ...] = ()  # AbortedTxn entries overlapping the records
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group: str
+    offsets: tuple[tuple[str, int], ...]
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    group: str
+    correlation_id: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    group: str
+    tps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    group: str
+    error: str
+    offsets: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,12 @@ checks each new batch against them (ProducerAppendInfo):
 
 Followers rebuild the same state from the records they replicate, and every replica rebuilds it
 from its log after a truncation, so a new leader deduplicates retries too.
+
+Transactions add, per partition: the first offset of each producer's open transaction (a
+transaction opens with its first transactional record and closes with a COMMIT or ABORT marker),
+the aborted-transaction index (ProducerStateManager's completed-transaction bookkeeping and
+LogSegment's TxnIndex), and from these the last stable offset (LSO): no read_committed consumer
+reads at or past the first offset of a transaction whose outcome is not yet known.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field
 
 from kafkalab.protocol.log import Record
 
-__all__ = ["BATCHES_TO_RETAIN", "BatchMetadata", "ProducerStateManager"]
+__all__ = ["BATCHES_TO_RETAIN", "AbortedTxn", "BatchMetadata", "ProducerStateManager"]
 
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_PRODUCER = -1
@@ -39,6 +45,16 @@ INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
 class BatchMetadata:
     first_seq: int
     last_seq: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    """An entry of the aborted-transaction index: ``producer_id``'s records from
+    ``first_offset`` up to the ABORT marker at ``last_offset`` are not to be read."""
+
+    producer_id: int
     first_offset: int
     last_offset: int
 
@@ -58,6 +74,10 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        # Closed transactions whose marker may not be replicated yet: (first offset, marker).
+        self.unreplicated: list[tuple[int, int]] = []
+        self.aborted: list[AbortedTxn] = []
 
     def check(
         self, producer_id: int, epoch: int, first_seq: int, last_seq: int
@@ -80,6 +100,31 @@ class ProducerStateManager:
             return OUT_OF_ORDER_SEQUENCE_NUMBER, None
         return "APPEND", None
 
+    def check_marker(self, producer_id: int, epoch: int) -> str | None:
+        """ProducerAppendInfo.appendEndTxnMarker: a marker from an older producer epoch than
+        the partition knows is refused."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            return INVALID_PRODUCER_EPOCH
+        return None
+
+    def first_unstable_offset(self, hw: int) -> int | None:
+        """ProducerStateManager.firstUnstableOffset: the first offset of an open transaction,
+        or of a closed one whose marker is not yet below the HW."""
+        starts = [first for first, marker in self.unreplicated if marker >= hw]
+        starts.extend(self.ongoing.values())
+        return min(starts) if starts else None
+
+    def last_stable_offset(self, hw: int) -> int:
+        """Partition.lastStableOffset: min(first unstable offset, HW)."""
+        first = self.first_unstable_offset(hw)
+        return hw if first is None else min(first, hw)
+
+    def aborted_between(self, start: int, end: int) -> tuple[AbortedTxn, ...]:
+        """The aborted transactions a fetch of offsets [start, end) must be told about
+        (Log.collectAbortedTransactions)."""
+        return tuple(a for a in self.aborted if a.last_offset >= start and a.first_offset < end)
+
     def update(self, producer_id: int, epoch: int, batch: BatchMetadata) -> None:
         """Record an appended batch (on the leader, or replicated on a follower)."""
         entry = self.producers.get(producer_id)
@@ -94,6 +139,14 @@ class ProducerStateManager:
         for record in records:
             if record.producer_id == NO_PRODUCER:
                 continue
+            if record.control:
+                if current:
+                    self._observe_batch(current)
+                    current = []
+                self._observe_marker(record)
+                continue
+            if record.transactional and record.producer_id not in self.ongoing:
+                self.ongoing[record.producer_id] = record.offset
             if current and (record.producer_id, record.producer_epoch, record.base_sequence) != (
                 current[0].producer_id,
                 current[0].producer_epoch,
@@ -104,6 +157,19 @@ class ProducerStateManager:
             current.append(record)
         if current:
             self._observe_batch(current)
+
+    def _observe_marker(self, marker: Record) -> None:
+        """A COMMIT or ABORT marker closes the producer's open transaction on this partition;
+        a marker from a bumped epoch (KIP-890) moves the producer to that epoch."""
+        entry = self.producers.get(marker.producer_id)
+        if entry is None or marker.producer_epoch > entry.epoch:
+            self.producers[marker.producer_id] = ProducerEntry(marker.producer_epoch)
+        first = self.ongoing.pop(marker.producer_id, None)
+        if first is None:
+            return
+        self.unreplicated.append((first, marker.offset))
+        if marker.control == "ABORT":
+            self.aborted.append(AbortedTxn(marker.producer_id, first, marker.offset))
 
     def _observe_batch(self, records: list[Record]) -> None:
         first, last = records[0], records[-1]

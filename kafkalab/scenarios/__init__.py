@@ -48,6 +48,7 @@ TOP_KEYS = (
     "expect",
     "variants",
     "seed",
+    "replication",
 )
 
 # Each step kind: (the key its scalar form fills, the keys its mapping form allows).
@@ -70,6 +71,14 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
         ),
     ),
     "producer": (None, ()),
+    "consumer": (None, ()),
+    "begin": ("producer", ("producer",)),
+    "commit": ("producer", ("producer",)),
+    "abort": ("producer", ("producer",)),
+    "send_offsets": (None, ("producer", "consumer", "group", "offsets")),
+    "poll": ("consumer", ("consumer", "process")),
+    "process": ("consumer", ("consumer",)),
+    "commit_offsets": ("consumer", ("consumer",)),
     "fetch": ("follower", ("follower", "response", "delay_ms", "partition")),
     "stop": ("broker", ("broker",)),
     "pause": ("node", ("node",)),
@@ -111,6 +120,12 @@ EXPECT_KEYS = (
     "under_replicated_partitions",
     "partitions",
     "duplicates",
+    "consumed",
+    "processed",
+    "aborted_reads",
+    "txn_errors",
+    "txn_states",
+    "lso",
 )
 _BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache")
 _AS_SETS = ("isr", "running", "acked", "lost_acked")
@@ -147,6 +162,24 @@ class Scenario:
     source: str = ""  # the YAML text
     partitions: int = 1
     racks: dict[int, str] = field(default_factory=dict)
+    replication: str = "manual"
+
+    def _clients(self, key: str, kind: str) -> list[str]:
+        """The transactional ids (or groups) the steps use: their internal partitions exist
+        from the start."""
+        found = []
+        for step in self.steps:
+            if step.kind == kind:
+                value = step.args["settings"].get(key) or step.args["settings"].get(
+                    key.replace("_", ".")
+                )
+                if kind == "consumer" and value is None:
+                    value = step.args["settings"].get("group")
+                if value:
+                    found.append(str(value))
+            elif step.kind == "send_offsets" and kind == "consumer" and step.args.get("group"):
+                found.append(str(step.args["group"]))
+        return found
 
     def cluster(self, overrides: Mapping[str, Any] | None = None) -> Cluster:
         """A fresh cluster in this scenario's initial state (no step applied)."""
@@ -160,6 +193,9 @@ class Scenario:
             partitions=self.partitions,
             racks=self.racks or None,
             seed=self.seed,
+            transactional_ids=self._clients("transactional_id", "producer"),
+            groups=self._clients("group_id", "consumer"),
+            replication=self.replication,
         )
 
 
@@ -230,6 +266,7 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
         text,
         partitions,
         {int(b): str(r) for b, r in racks.items()},
+        str(doc.get("replication", "manual")),
     )
     try:  # build the cluster once so bad configs surface now, not halfway through a replay
         scenario.cluster()
@@ -280,8 +317,8 @@ def _step(index: int, raw: Any, origin: str, brokers: int) -> Step:
     for key in ("follower", "broker"):
         if key in args:
             b = args[key]
-            if kind in ("crash", "restart") and b in CONTROLLER_NODES:
-                continue  # a KRaft controller node
+            if kind in ("crash", "restart") and isinstance(b, str):
+                continue  # a KRaft controller node or a client, checked by the cluster
             if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= brokers:
                 raise ScenarioError(
                     f"{where} ({kind}): {key} {b!r} does not exist: brokers are 1..{brokers}"
@@ -297,9 +334,14 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         return {}
     if kind == "elect_preferred" and arg is None:
         return {}
-    if kind == "producer":
+    if kind == "send_offsets" and not isinstance(arg, dict):
+        raise ScenarioError(
+            f"{where} (send_offsets): give the producer and a consumer (or a group and "
+            "offsets), like {producer: p1, consumer: c1}"
+        )
+    if kind in ("producer", "consumer"):
         if not isinstance(arg, dict) or "name" not in arg:
-            raise ScenarioError(f"{where} (producer): give settings with a name, like {{name: p1}}")
+            raise ScenarioError(f"{where} ({kind}): give settings with a name, like {{name: c1}}")
         return {"settings": dict(arg)}
     if kind in ("disconnect", "reconnect"):
         if not isinstance(arg, list) or len(arg) != 2:
@@ -445,9 +487,22 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 delay_ms=a.get("delay_ms", 1000),
                 partition=a.get("partition"),
             )
-        elif step.kind == "producer":
+        elif step.kind in ("producer", "consumer"):
             settings = dict(a["settings"])
-            cluster.producer(str(settings.pop("name")), **settings)
+            getattr(cluster, step.kind)(str(settings.pop("name")), **settings)
+        elif step.kind in ("begin", "commit", "abort"):
+            getattr(cluster, step.kind)(a["producer"])
+        elif step.kind == "send_offsets":
+            cluster.send_offsets(
+                a.get("producer"),
+                consumer=a.get("consumer"),
+                group=a.get("group"),
+                offsets=a.get("offsets"),
+            )
+        elif step.kind == "poll":
+            cluster.poll(a["consumer"], process=bool(a.get("process", True)))
+        elif step.kind in ("process", "commit_offsets"):
+            getattr(cluster, step.kind)(a["consumer"])
         elif step.kind in ("pause", "resume"):
             getattr(cluster, step.kind)(a["node"])
         elif step.kind == "stop":

@@ -21,7 +21,8 @@ from kafkalab.errors import ActionError, ConfigError, did_you_mean
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.assignment import assign_replicas
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
-from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings
+from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings, TxnCommand
+from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.controller import (
     ControllerNode,
     PartitionState,
@@ -31,8 +32,10 @@ from kafkalab.protocol.controller import (
 from kafkalab.protocol.kraft import PartitionRegistration
 from kafkalab.protocol.kraft_node import KRaftNode
 from kafkalab.protocol.log import Disk, Log
+from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.sim.engine import Simulation
+from kafkalab.protocol.transactions import txn_partition
 from kafkalab.sim.trace import Trace
 
 __all__ = ["Cluster", "ReplicaView"]
@@ -89,6 +92,9 @@ class Cluster:
         trace_messages: bool = True,
         check_invariants: bool = False,
         loss_rate: float = 0.0,
+        transactional_ids: Iterable[str] = (),
+        groups: Iterable[str] = (),
+        replication: str = "manual",
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"mode={mode!r} is not allowed: use 'stepped' or 'timed'")
@@ -100,6 +106,12 @@ class Cluster:
             raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
         self.config = config if isinstance(config, Config) else make_config(config or {})
         self.mode = mode
+        if replication not in ("manual", "auto"):
+            raise ConfigError(
+                f"replication={replication!r} is not allowed: use 'manual' (followers fetch "
+                "when told, in stepped mode) or 'auto' (they fetch on their own)"
+            )
+        self.replication = replication
         self.seed = seed
         self.broker_ids = list(range(1, brokers + 1))
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
@@ -111,6 +123,8 @@ class Cluster:
         self.replicas = self.assignment[self.tp]
         for tp_replicas in self.assignment.values():
             check_min_isr(self.config, len(tp_replicas))
+        self._add_internal_partitions(transactional_ids, groups)
+        self._clients: dict[str, tuple[str, Any]] = {}  # name -> (kind, settings) for restarts
         lat = latency_ms if mode == "timed" else (0, 0)
         if lat[0] < 0 or lat[1] < lat[0]:
             raise ConfigError(
@@ -156,6 +170,17 @@ class Cluster:
         rng = random.Random(f"{self.seed}:assignment")
         placed = assign_replicas(self.broker_ids, partitions, rf, rng, racks=self.racks or None)
         return {f"{self.topic}-{p}": r for p, r in sorted(placed.items())}
+
+    def _add_internal_partitions(self, transactional_ids: Iterable[str], groups: Iterable[str]) -> None:
+        """Kafka creates __transaction_state and __consumer_offsets (50 partitions each,
+        replication factor 3) on first use; the simulator creates, at start, the partitions the
+        given transactional ids and groups map to, and only those."""
+        wanted = [txn_partition(str(t)) for t in transactional_ids]
+        wanted += [offsets_partition(str(g)) for g in groups]
+        rf = min(3, len(self.broker_ids))
+        for tp in sorted(set(wanted)):
+            rng = random.Random(f"{self.seed}:{tp}")
+            self.assignment[tp] = assign_replicas(self.broker_ids, 1, rf, rng)[0]
 
     def _replication_factor(self) -> int:
         rf = self.config.replication_factor or len(self.broker_ids)
@@ -267,7 +292,7 @@ class Cluster:
             b,
             self.config,
             disks,
-            auto_fetch=self.mode == "timed",
+            auto_fetch=self.mode == "timed" or self.replication == "auto",
             controller_nodes=nodes,
             clean_restart=clean,
         )
@@ -409,13 +434,152 @@ class Cluster:
             values[k] = self._acks(value) if k == "acks" else value
         values.setdefault("enable_idempotence", self.config.enable_idempotence)
         values.setdefault("request_timeout_ms", self.config.request_timeout_ms)
+        txn_id = values.get("transactional_id")
+        if txn_id:
+            self._check_internal(txn_partition(str(txn_id)), "transactional_ids", txn_id)
+            values["transaction_version"] = self.config.transaction_version
         try:
-            client = KafkaProducer(name, ProducerSettings(**values), tuple(self.broker_ids))
+            settings_obj = ProducerSettings(**values)
         except (ConfigError, TypeError) as err:
             raise ActionError(f"producer {name!r}: {err}") from None
         self._step("producer", name=name, settings=values)
-        self.sim.add(name, client, CLIENT_HOST)
+        self._clients[name] = ("producer", settings_obj)
+        self._start_client(name)
+
+    def _check_internal(self, tp: str, argument: str, value: Any) -> None:
+        if tp not in self.assignment:
+            raise ActionError(
+                f"{value!r} has no coordinator partition ({tp}) in this cluster: list it when "
+                f"the cluster is made, Cluster(..., {argument}=[{value!r}]) or, in a scenario, "
+                f"the top-level {argument} key"
+            )
+
+    def _start_client(self, name: str) -> None:
+        kind, settings = self._clients[name]
+        brokers = tuple(self.broker_ids)
+        if kind == "producer":
+            client: Any = KafkaProducer(name, settings, brokers)
+            host = name if settings.transactional_id else CLIENT_HOST
+        else:
+            settings, tps = settings
+            client = KafkaConsumer(name, settings, brokers, tps)
+            host = name
+        self.sim.add(name, client, host)
         self._settle()
+
+    def consumer(
+        self, name: str, *, partitions: Iterable[int | str] | None = None, **settings: Any
+    ) -> None:
+        """Create a named consumer of ``partitions`` (default: every partition of the topic)
+        with Kafka's consumer settings (``group.id``, ``isolation.level``,
+        ``enable.auto.commit``, ``auto.commit.interval.ms``, ``max.poll.records``). It starts
+        at its group's committed offsets, or at the beginning."""
+        if not isinstance(name, str) or not name or name in self.sim.actors or name in self._clients:
+            raise ActionError(f"consumer name {name!r} is not allowed: use a new, non-empty name")
+        fields = {f.name for f in dataclasses.fields(ConsumerSettings)}
+        values: dict[str, Any] = {}
+        for key, value in settings.items():
+            k = "group_id" if key == "group" else str(key).replace(".", "_")
+            if k not in fields:
+                hint = did_you_mean(str(key), [f.replace("_", ".") for f in fields])
+                raise ActionError(f"unknown consumer setting {key!r}{hint}")
+            values[k] = value
+        if values.get("group_id"):
+            self._check_internal(offsets_partition(str(values["group_id"])), "groups", values["group_id"])
+        data = [tp for tp in self.assignment if not tp.startswith("__")]
+        tps = tuple(self._tp(p) for p in partitions) if partitions is not None else tuple(data)
+        try:
+            settings_obj = ConsumerSettings(**values)
+        except (ConfigError, TypeError) as err:
+            raise ActionError(f"consumer {name!r}: {err}") from None
+        self._step("consumer", name=name, settings=values, partitions=list(tps))
+        self._clients[name] = ("consumer", (settings_obj, tps))
+        self._start_client(name)
+
+    def _client(self, name: Any, kind: str) -> Any:
+        actor = self.sim.actors.get(name)
+        known = self._clients.get(name)
+        if known is None or known[0] != kind:
+            names = [n for n, (k, _) in self._clients.items() if k == kind] or ["none yet"]
+            raise ActionError(f"{kind} {name!r} does not exist: {kind}s are {', '.join(names)}")
+        if actor is None:
+            raise ActionError(f"{kind} {name!r} has crashed: restart it first")
+        return actor
+
+    def _txn(self, producer: str, op: str, **args: Any) -> None:
+        client = self._client(producer, "producer")
+        if not client.transactional:
+            raise ActionError(f"producer {producer!r} has no transactional.id: it cannot {op}")
+        self._step(op, producer=producer, **args)
+        self.sim.command(producer, TxnCommand(op, **args))
+        self._settle()
+
+    def begin(self, producer: str) -> None:
+        """beginTransaction: the producer's next sends belong to a new transaction."""
+        self._txn(producer, "begin")
+
+    def commit(self, producer: str) -> None:
+        """commitTransaction: once every send is answered, EndTxn(commit) to the coordinator,
+        which writes PrepareCommit, then COMMIT markers, then CompleteCommit."""
+        self._txn(producer, "commit")
+
+    def abort(self, producer: str) -> None:
+        """abortTransaction: unsent records are dropped; EndTxn(abort), then ABORT markers."""
+        self._txn(producer, "abort")
+
+    def send_offsets(
+        self, producer: str, *, consumer: str | None = None, group: str | None = None,
+        offsets: Mapping[Any, int] | None = None,
+    ) -> None:
+        """sendOffsetsToTransaction: commit a consumer's position (or explicit ``offsets``
+        for ``group``) as part of the producer's transaction."""
+        if consumer is not None:
+            c = self._client(consumer, "consumer")
+            group = c.settings.group_id
+            pairs = tuple(sorted(c.positions.items()))
+        else:
+            pairs = tuple(sorted((self._tp(tp), int(o)) for tp, o in (offsets or {}).items()))
+        if not group:
+            raise ActionError("send_offsets needs a consumer with a group.id, or a group")
+        self._check_internal(offsets_partition(group), "groups", group)
+        self._txn(producer, "send_offsets", group=group, offsets=pairs)
+
+    def poll(self, consumer: str, *, process: bool = True) -> None:
+        """The consumer fetches from each partition's leader and hands the records to the
+        application (processed at once unless ``process`` is false)."""
+        self._client(consumer, "consumer")
+        self._step("poll", consumer=consumer, process=process)
+        self.sim.command(consumer, Poll("poll", process))
+        self._settle()
+
+    def process(self, consumer: str) -> None:
+        """The application processes what earlier polls returned."""
+        self._client(consumer, "consumer")
+        self._step("process", consumer=consumer)
+        self.sim.command(consumer, Poll("process"))
+        self._settle()
+
+    def commit_offsets(self, consumer: str) -> None:
+        """commitSync: write the consumer's position to its group coordinator."""
+        self._client(consumer, "consumer")
+        self._step("commit_offsets", consumer=consumer)
+        self.sim.command(consumer, Poll("commit"))
+        self._settle()
+
+    def _crash_client(self, name: str) -> None:
+        if name not in self.sim.actors:
+            raise ActionError(f"client {name!r} is not running: restart it first")
+        self._step("crash", broker=name)
+        self.sim.remove(name)
+        self.sim.record("crash", name, {"client": True})
+        self._settle()
+
+    def _restart_client(self, name: str) -> None:
+        if name in self.sim.actors:
+            raise ActionError(f"client {name!r} is already running: crash it first")
+        self._step("restart", broker=name)
+        self.sim.record("restart", name, {"client": True})
+        self._start_client(name)
 
     def _client_produce(
         self, client: KafkaProducer, tp: str, batch: list[str], request: str, response: str
@@ -477,6 +641,9 @@ class Cluster:
         if self.kraft and broker in CONTROLLER_NODES:
             self._crash_controller_node(str(broker))
             return
+        if broker in self._clients:
+            self._crash_client(str(broker))
+            return
         self._running_broker(broker)
         self._step("crash", broker=broker, lose_unflushed=lose_unflushed)
         self._crash(broker, lose_unflushed, None)
@@ -505,6 +672,9 @@ class Cluster:
         """Start a stopped broker (or KRaft controller node) again from what its disk holds."""
         if self.kraft and broker in CONTROLLER_NODES:
             self._restart_controller_node(str(broker))
+            return
+        if broker in self._clients:
+            self._restart_client(str(broker))
             return
         self._check_broker(broker)
         if broker in self.sim.actors:
@@ -620,6 +790,8 @@ class Cluster:
             return "zk"
         if node in ("client", "producer"):
             return CLIENT_HOST
+        if node in self._clients:
+            return self.sim.hosts.get(node, node)
         if isinstance(node, int) and not isinstance(node, bool) and node in self.broker_ids:
             return node
         quorum = ", ".join(CONTROLLER_NODES) if self.kraft else "zk"
@@ -873,13 +1045,43 @@ class Cluster:
             "leo": {b: v.leo for b, v in views.items()},
             "logs": {b: v.values for b, v in views.items()},
             "epoch_cache": {b: [list(e) for e in v.epoch_cache] for b, v in views.items()},
+            "txn_states": self.txn_states(),
+            "lso": self.lso(),
             **report.as_dict(),
         }
+
+    def txn_states(self) -> dict[str, str]:
+        """Each transactional id's state at its coordinator (as last written)."""
+        states: dict[str, str] = {}
+        for e in self.trace.events:
+            if e.kind == "txn_state":
+                states[e.data["transactional_id"]] = e.data["state"]
+        return states
+
+    def lso(self) -> dict[str, int]:
+        """The last stable offset of each data partition, at its leader: read_committed
+        consumers read below it."""
+        out: dict[str, int] = {}
+        for tp, st in self.partition_states().items():
+            actor = self.sim.actors.get(st.leader)
+            if tp.startswith("__") or actor is None:
+                continue
+            r = actor.partitions[tp]
+            out[tp] = r.producers.last_stable_offset(r.log.hw)
+        return out
 
 
 STEP_METHODS = (
     "produce",
     "producer",
+    "consumer",
+    "begin",
+    "commit",
+    "abort",
+    "send_offsets",
+    "poll",
+    "process",
+    "commit_offsets",
     "stop",
     "pause",
     "resume",

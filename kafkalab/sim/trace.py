@@ -68,6 +68,23 @@ EVENT_KINDS: dict[str, str] = {
     "raft_vote": "a controller node answered a vote request (candidate, epoch, granted)",
     "raft_commit": "a controller node's metadata HW moved (hw)",
     "raft_truncate": "a controller node cut its metadata log where it diverged (offset)",
+    "txn_coordinator": "a broker became transaction coordinator for a __transaction_state "
+    "partition and loaded it (tp, loaded)",
+    "txn_state": "a transaction moved between states at its coordinator (transactional_id, "
+    "source, trigger, state, producer_id, producer_epoch, partitions)",
+    "txn_verify": "a coordinator answered a partition leader's check of a first transactional "
+    "write (KIP-890: transactional_id, tps, error)",
+    "txn_client": "a transactional producer's call finished (producer, op, error, epoch)",
+    "marker": "a partition leader wrote a COMMIT or ABORT marker (tp, control, producer_id, "
+    "offset, first_offset of the transaction)",
+    "offset_commit": "a group coordinator committed offsets (group, offsets)",
+    "consumer_position": "a consumer learned where to start (its committed offsets)",
+    "consumer_records": "a poll handed records to the application (consumer, tp, isolation, "
+    "records as [offset, value, producer id], position, lso, hw)",
+    "consumer_processed": "the application processed records (consumer, records)",
+    "consumer_commit_sent": "a consumer sent its position to the group coordinator",
+    "consumer_commit": "a consumer's offset commit was answered (group, error)",
+    "consumer_error": "a consumer's fetch failed (tp, error)",
 }
 
 

@@ -1,0 +1,125 @@
+"""The group coordinator's offset store, hosted by the broker that leads a __consumer_offsets
+partition (GroupCoordinator and GroupMetadataManager, reduced to offsets: one consumer per group,
+no rebalancing).
+
+A committed offset is a record ``group:partition=offset`` in the group's partition of
+__consumer_offsets, written with acks=all. A transactional offset commit (KIP-98's
+sendOffsetsToTransaction) is written with the producer's id and epoch and counts only once its
+transaction's COMMIT marker follows it; an ABORT discards it. The committed offsets are a pure
+function of the log below the HW, so a new coordinator knows them at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.groups import group_partition
+from kafkalab.protocol.log import Record
+
+if TYPE_CHECKING:
+    from kafkalab.protocol.broker import Broker
+
+__all__ = ["OFFSETS_TOPIC", "committed_offsets", "offset_record", "offsets_partition"]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def offsets_partition(group: str) -> str:
+    """The __consumer_offsets partition of ``group`` (its coordinator is that partition's
+    leader)."""
+    return f"{OFFSETS_TOPIC}-{group_partition(group)}"
+
+
+def offset_record(group: str, tp: str, offset: int) -> str:
+    return f"{group}:{tp}={offset}"
+
+
+def committed_offsets(records: Iterable[Record], group: str) -> dict[str, int]:
+    """GroupMetadataManager's offset cache, rebuilt from records: plain commits apply at once;
+    transactional ones wait for their producer's marker (COMMIT applies them, ABORT drops
+    them)."""
+    offsets: dict[str, int] = {}
+    pending: dict[int, dict[str, int]] = {}
+    for record in records:
+        if record.control:
+            held = pending.pop(record.producer_id, {})
+            if record.control == "COMMIT":
+                offsets.update(held)
+            continue
+        key, _, value = record.value.rpartition("=")
+        g, _, tp = key.partition(":")
+        if g != group:
+            continue
+        if record.transactional:
+            pending.setdefault(record.producer_id, {})[tp] = int(value)
+        else:
+            offsets[tp] = int(value)
+    return offsets
+
+
+class GroupCoordinator:
+    """The offset-commit role of one broker, for the __consumer_offsets partitions it leads."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if isinstance(msg, m.OffsetCommitRequest):
+            self._commit(ctx, src, msg)
+        elif isinstance(msg, m.TxnOffsetCommitRequest):
+            self._txn_commit(ctx, src, msg)
+        elif isinstance(msg, m.OffsetFetchRequest):
+            self._fetch(ctx, src, msg)
+
+    def _led(self, group: str) -> Any:
+        r = self.broker.partitions.get(offsets_partition(group))
+        return r if r is not None and r.role == "leader" else None
+
+    def _commit(self, ctx: Context, src: Any, req: m.OffsetCommitRequest) -> None:
+        """GroupCoordinator.handleCommitOffsets: one record per partition, acks=all."""
+        if self._led(req.group) is None:
+            ctx.send(src, m.OffsetCommitResponse(req.group, req.correlation_id, m.NOT_COORDINATOR))
+            return
+        values = tuple(offset_record(req.group, tp, off) for tp, off in req.offsets)
+
+        def done(c: Context, err: str) -> None:
+            if err == m.NONE:
+                c.emit("offset_commit", group=req.group, offsets=dict(req.offsets))
+            else:
+                err = m.NOT_COORDINATOR
+            c.send(src, m.OffsetCommitResponse(req.group, req.correlation_id, err))
+
+        self.broker.append_internal(ctx, offsets_partition(req.group), values, done)
+
+    def _txn_commit(self, ctx: Context, src: Any, req: m.TxnOffsetCommitRequest) -> None:
+        """GroupCoordinator.handleTxnCommitOffsets: written as part of the producer's
+        transaction; a fenced producer epoch is refused."""
+        r = self._led(req.group)
+        error = m.NOT_COORDINATOR if r is None else None
+        if r is not None and r.producers.check_marker(req.producer_id, req.producer_epoch):
+            error = m.PRODUCER_FENCED
+        if error is not None:
+            ctx.send(src, m.TxnOffsetCommitResponse(req.group, error))
+            return
+        values = tuple(offset_record(req.group, tp, off) for tp, off in req.offsets)
+
+        def done(c: Context, err: str) -> None:
+            err = err if err in (m.NONE,) else m.NOT_COORDINATOR
+            c.send(src, m.TxnOffsetCommitResponse(req.group, err))
+
+        producer = (req.producer_id, req.producer_epoch)
+        self.broker.append_internal(
+            ctx, offsets_partition(req.group), values, done, transactional=producer
+        )
+
+    def _fetch(self, ctx: Context, src: Any, req: m.OffsetFetchRequest) -> None:
+        r = self._led(req.group)
+        if r is None:
+            ctx.send(src, m.OffsetFetchResponse(req.group, m.NOT_COORDINATOR))
+            return
+        committed = committed_offsets(r.log.records[: r.log.hw], req.group)
+        offsets = tuple((tp, committed[tp]) for tp in req.tps if tp in committed)
+        ctx.send(src, m.OffsetFetchResponse(req.group, m.NONE, offsets))
