@@ -54,6 +54,17 @@ def test_catalog_covers_the_required_failures_and_fixes() -> None:
         "np-leader-isolated",
         "np-controller-cut-from-brokers",
         "np-controller-cut-from-zk",
+        # producers, transactions and consumers
+        "retry-duplicate",
+        "retry-reorder",
+        "txn-zombie-fencing",
+        "txn-read-committed-after-abort",
+        "txn-open-stalls-lso",
+        "txn-hanging-transaction",
+        "txn-coordinator-failover",
+        "consumer-at-least-once",
+        "consumer-at-most-once",
+        "eos-consume-transform-produce",
     }
     assert required <= set(CATALOG)
     for name, s in CATALOG.items():
@@ -144,3 +155,25 @@ steps:
 """
     result = scenarios.run(scenarios.parse(text))
     assert result.mismatches == ["after step 2: hw[1]: expected 1, got 0"]
+
+
+def test_a_hanging_transaction_stalls_the_lso_without_kip890_and_not_with_it() -> None:
+    old = run("txn-hanging-transaction").cluster
+    assert old.lso() == {"demo-0": 1}
+    assert old.logs()[1] == ["ABORT", "a", "x"]
+    new = run("txn-hanging-transaction", transaction_partition_verification_enable=True).cluster
+    assert new.logs()[1] == ["ABORT", "x"]
+    assert new.report().consumed == {"reader": ["x"]}
+
+
+def test_read_committed_skips_an_aborted_transaction_read_uncommitted_does_not() -> None:
+    report = run("txn-read-committed-after-abort").cluster.report()
+    assert report.consumed == {"committed": ["c"], "uncommitted": ["a", "b", "c"]}
+    assert report.aborted_reads == []
+
+
+def test_committing_after_processing_duplicates_and_before_loses() -> None:
+    least = run("consumer-at-least-once").cluster.report().processed["app"]
+    assert least.count("m3") == 2
+    most = run("consumer-at-most-once").cluster.report().processed["app"]
+    assert "m1" not in most and "m2" not in most

@@ -17,9 +17,14 @@ KAFKA_VALID_PREVIOUS = {
 
 def test_table_matches_kafka_valid_previous_states():
     for target, sources in KAFKA_VALID_PREVIOUS.items():
-        table_sources = {t.source for t in TXN_TRANSITIONS if t.target == target}
+        table_sources = {t.source for t in TXN_TRANSITIONS if t.target == target and not t.since}
         assert table_sources == sources, target
     assert set(TXN_STATES) == set(KAFKA_VALID_PREVIOUS)
+
+
+def test_transaction_version_2_lets_an_idle_transaction_abort():
+    later = {(t.source, t.target) for t in TXN_TRANSITIONS if t.since == "4.0"}
+    assert later == {(s, "PrepareAbort") for s in ("Empty", "CompleteCommit", "CompleteAbort")}
 
 
 def test_allowed_and_transitions_from():

@@ -756,7 +756,9 @@ class Broker:
         the coordinator (transaction.partition.verification.enable, 3.6); with transaction
         version 2 (4.0) the partition is added to the transaction that way too."""
         config = self.config
-        if not (config.transaction_partition_verification_enable or config.transaction_version >= 2):
+        if not (
+            config.transaction_partition_verification_enable or config.transaction_version >= 2
+        ):
             return False
         return req.producer_id not in r.producers.ongoing
 
@@ -778,7 +780,6 @@ class Broker:
         if resp.error == m.NOT_COORDINATOR or resp.correlation_id not in self._verifying:
             return
         client, req = self._verifying.pop(resp.correlation_id)
-        r = self.partitions[req.tp]
         if resp.error != m.NONE:
             ctx.emit(
                 "produce_rejected",
@@ -833,13 +834,17 @@ class Broker:
         range, which the consumer uses to skip aborted records."""
         r = self.partitions.get(req.tp)
         if r is None or r.role != "leader":
-            ctx.send(src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER))
+            ctx.send(
+                src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER)
+            )
             return
         hw = r.log.hw
         lso = r.producers.last_stable_offset(hw)
         end = lso if req.isolation == READ_COMMITTED else hw
         if req.fetch_offset > r.log.leo:
-            ctx.send(src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.OFFSET_OUT_OF_RANGE))
+            ctx.send(
+                src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.OFFSET_OUT_OF_RANGE)
+            )
             return
         records = tuple(r.log.records[req.fetch_offset : end])
         aborted = ()

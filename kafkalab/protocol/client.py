@@ -39,7 +39,9 @@ UNINITIALIZED, READY, IN_TRANSACTION = "UNINITIALIZED", "READY", "IN_TRANSACTION
 COMMITTING, ABORTING = "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION"
 ABORTABLE_ERROR, FATAL_ERROR = "ABORTABLE_ERROR", "FATAL_ERROR"
 FENCED = frozenset({m.PRODUCER_FENCED, m.INVALID_PRODUCER_EPOCH})
-TXN_RETRY = frozenset({m.CONCURRENT_TRANSACTIONS, m.NOT_COORDINATOR, m.COORDINATOR_LOAD_IN_PROGRESS})
+TXN_RETRY = frozenset(
+    {m.CONCURRENT_TRANSACTIONS, m.NOT_COORDINATOR, m.COORDINATOR_LOAD_IN_PROGRESS}
+)
 TRANSACTION_ABORTED = "TRANSACTION_ABORTED"  # the client's TransactionAbortedException
 
 RETRIABLE = frozenset(
@@ -148,6 +150,12 @@ class KafkaProducer:
     @property
     def transactional(self) -> bool:
         return bool(self.settings.transactional_id)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, in flight or waiting for the coordinator."""
+        busy = self.queue or self.inflight or self.txn_requests or self.txn_waiting is not None
+        return not busy and (self.producer_id >= 0 or self.txn_state == FATAL_ERROR)
 
     def start(self, ctx: Context) -> None:
         if self.transactional:

@@ -85,6 +85,12 @@ class KafkaConsumer:
         self._broker_turn = 0
         self._offsets_known = not settings.group_id
         self._waiting_process: dict[int, bool] = {}  # fetch correlation id -> process at once
+        self._commits = 0  # offset commits waiting for an answer
+
+    @property
+    def idle(self) -> bool:
+        """It knows where to read, and no fetch or commit is waiting for an answer."""
+        return self._offsets_known and not self._waiting_process and not self._commits
 
     def start(self, ctx: Context) -> None:
         self.last_commit_ms = ctx.now
@@ -99,9 +105,7 @@ class KafkaConsumer:
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
         if isinstance(msg, Poll):
-            {"poll": self._poll, "process": self._process, "commit": self._commit}[msg.op](
-                ctx, msg
-            )
+            {"poll": self._poll, "process": self._process, "commit": self._commit}[msg.op](ctx, msg)
         elif isinstance(msg, m.MetadataResponse):
             self.leaders.update({tp: leader for tp, leader in msg.leaders if leader is not None})
             self._fetch_offsets(ctx)
@@ -110,6 +114,7 @@ class KafkaConsumer:
         elif isinstance(msg, m.ConsumerFetchResponse):
             self._on_fetch(ctx, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            self._commits = max(0, self._commits - 1)
             ctx.emit("consumer_commit", consumer=self.name, group=msg.group, error=msg.error)
             if msg.error == m.NOT_COORDINATOR:
                 self.leaders.pop(offsets_partition(msg.group), None)
@@ -146,11 +151,18 @@ class KafkaConsumer:
         self.last_commit_ms = ctx.now
         if coordinator is None:
             self._refresh(ctx)
-            ctx.emit("consumer_commit", consumer=self.name, group=self.settings.group_id,
-                     error=m.NOT_COORDINATOR)
+            ctx.emit(
+                "consumer_commit",
+                consumer=self.name,
+                group=self.settings.group_id,
+                error=m.NOT_COORDINATOR,
+            )
             return
         self.correlation += 1
-        ctx.send(coordinator, m.OffsetCommitRequest(self.settings.group_id, offsets, self.correlation))
+        self._commits += 1
+        ctx.send(
+            coordinator, m.OffsetCommitRequest(self.settings.group_id, offsets, self.correlation)
+        )
 
     # ---- fetching -----------------------------------------------------------------------------
 

@@ -218,9 +218,7 @@ class TransactionCoordinator:
             if offsets:
                 c.send(src, m.AddOffsetsToTxnResponse(txn_id, err))
             else:
-                c.send(
-                    src, m.AddPartitionsToTxnResponse(txn_id, req.correlation_id, err, req.tps)
-                )
+                c.send(src, m.AddPartitionsToTxnResponse(txn_id, req.correlation_id, err, req.tps))
 
         if part is None:
             reply(ctx, error)
@@ -272,6 +270,13 @@ class TransactionCoordinator:
             return
         assert meta is not None
         done = s.COMPLETE_COMMIT if req.commit else s.COMPLETE_ABORT
+        idle = meta.state in (s.EMPTY, s.COMPLETE_COMMIT, s.COMPLETE_ABORT)
+        if idle and not req.commit and self.broker.config.transaction_version >= 2:
+            if txn_id in part.pending:
+                reply(ctx, m.CONCURRENT_TRANSACTIONS)
+            else:  # KIP-890 part 2: even an idle abort bumps the epoch
+                self._prepare_end(ctx, tp, part, meta, False, reply)
+            return
         if meta.state == done or (meta.state == s.EMPTY and not req.commit):
             reply(ctx, m.NONE, meta)  # a retry of an end that already happened
             return

@@ -34,11 +34,13 @@ TXN_STATES: tuple[str, ...] = (
 
 
 class Transition(NamedTuple):
-    """One allowed move: ``source`` -> ``target`` when ``trigger`` happens."""
+    """One allowed move: ``source`` -> ``target`` when ``trigger`` happens; ``since`` names the
+    version that added a move (blank: since transactions began, 0.11)."""
 
     source: str
     trigger: str
     target: str
+    since: str = ""
 
 
 # Every row is written to __transaction_state before it takes effect (Kafka's
@@ -58,6 +60,11 @@ TXN_TRANSITIONS: tuple[Transition, ...] = (
     Transition(PREPARE_EPOCH_FENCE, "abort the fenced transaction", PREPARE_ABORT),
     Transition(PREPARE_COMMIT, "COMMIT markers written", COMPLETE_COMMIT),
     Transition(PREPARE_ABORT, "ABORT markers written", COMPLETE_ABORT),
+    # KIP-890 part 2 (transaction version 2, 4.0): an abort with nothing open still bumps the
+    # epoch, so a request of the previous transaction that arrives late is fenced.
+    Transition(EMPTY, "EndTxn(abort)", PREPARE_ABORT, "4.0"),
+    Transition(COMPLETE_COMMIT, "EndTxn(abort)", PREPARE_ABORT, "4.0"),
+    Transition(COMPLETE_ABORT, "EndTxn(abort)", PREPARE_ABORT, "4.0"),
     Transition(EMPTY, "transactional.id expired", DEAD),
     Transition(COMPLETE_COMMIT, "transactional.id expired", DEAD),
     Transition(COMPLETE_ABORT, "transactional.id expired", DEAD),

@@ -18,7 +18,7 @@ import yaml
 
 from kafkalab.config import make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
-from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
+from kafkalab.sim.cluster import Cluster
 
 __all__ = [
     "EXPECT_KEYS",
@@ -68,6 +68,7 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
             "sequence",
             "response",
             "request",
+            "delay_ms",
         ),
     ),
     "producer": (None, ()),
@@ -479,6 +480,7 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 sequence=a.get("sequence"),
                 response=a.get("response", "ok"),
                 request=a.get("request", "ok"),
+                delay_ms=a.get("delay_ms", 1000),
             )
         elif step.kind == "fetch":
             cluster.fetch(

@@ -34,8 +34,8 @@ from kafkalab.protocol.kraft_node import KRaftNode
 from kafkalab.protocol.log import Disk, Log
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
-from kafkalab.sim.engine import Simulation
 from kafkalab.protocol.transactions import txn_partition
+from kafkalab.sim.engine import Simulation
 from kafkalab.sim.trace import Trace
 
 __all__ = ["Cluster", "ReplicaView"]
@@ -171,7 +171,9 @@ class Cluster:
         placed = assign_replicas(self.broker_ids, partitions, rf, rng, racks=self.racks or None)
         return {f"{self.topic}-{p}": r for p, r in sorted(placed.items())}
 
-    def _add_internal_partitions(self, transactional_ids: Iterable[str], groups: Iterable[str]) -> None:
+    def _add_internal_partitions(
+        self, transactional_ids: Iterable[str], groups: Iterable[str]
+    ) -> None:
         """Kafka creates __transaction_state and __consumer_offsets (50 partitions each,
         replication factor 3) on first use; the simulator creates, at start, the partitions the
         given transactional ids and groups map to, and only those."""
@@ -338,6 +340,7 @@ class Cluster:
         sequence: int | None = None,
         response: str = "ok",
         request: str = "ok",
+        delay_ms: int = 1000,
     ) -> list[str]:
         """Send records to the partition's leader with ``acks`` (default: the config's).
 
@@ -347,24 +350,31 @@ class Cluster:
         ``producer_epoch`` and ``sequence`` make the batch an idempotent producer's (what its
         client would send; a retry is the same batch sent again). ``response`` "lost": the leader
         handles the request but its answer never arrives; ``request`` "lost": the request never
-        arrives. With ``producer`` naming a client made by :meth:`producer`, that client sends
-        (and retries) the batch with its own settings. Returns the values sent."""
+        arrives; "delayed" (a named client's request only): it arrives ``delay_ms`` later. With
+        ``producer`` naming a client made by :meth:`producer`, that client sends (and retries)
+        the batch with its own settings. Returns the values sent."""
         tp = self._tp(partition)
         batch = self._batch(value, values, count)
         acks_value = self._acks(acks)
         if to is not None:
             self._check_broker(to)
-        if response not in ("ok", "lost") or request not in ("ok", "lost"):
-            bad = response if response not in ("ok", "lost") else request
-            raise ActionError(f"{bad!r} is not allowed for request/response: use ok or lost")
         client = self.sim.actors.get(producer)
+        requests = (
+            ("ok", "lost", "delayed") if isinstance(client, KafkaProducer) else ("ok", "lost")
+        )
+        if response not in ("ok", "lost") or request not in requests:
+            bad = response if response not in ("ok", "lost") else request
+            raise ActionError(
+                f"{bad!r} is not allowed for request/response: use ok or lost (a named "
+                "producer's request can also be delayed)"
+            )
         if isinstance(client, KafkaProducer):
             if acks is not None or producer_id is not None:
                 raise ActionError(
                     f"producer {producer!r} has its own settings: acks and producer ids are "
                     "set when it is created"
                 )
-            return self._client_produce(client, tp, batch, request, response)
+            return self._client_produce(client, tp, batch, request, response, int(delay_ms))
         if producer_id is not None and (
             not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0
         ):
@@ -466,6 +476,21 @@ class Cluster:
             host = name
         self.sim.add(name, client, host)
         self._settle()
+        self._await_client(name)
+
+    def _await_client(self, name: str) -> None:
+        """With replication "auto" in stepped mode, a client step runs until the client has
+        its answers, at most request.timeout.ms of simulated time: a lesson about transactions
+        steps through calls, not fetches."""
+        if self.mode != "stepped" or self.replication != "auto":
+            return
+        client = self.sim.actors.get(name)
+        if client is None or self._host_paused(name):
+            return
+
+        if not client.idle:
+            self.sim.run_until(self.sim.now + self.config.request_timeout_ms, lambda: client.idle)
+            self._settle()
 
     def consumer(
         self, name: str, *, partitions: Iterable[int | str] | None = None, **settings: Any
@@ -474,7 +499,12 @@ class Cluster:
         with Kafka's consumer settings (``group.id``, ``isolation.level``,
         ``enable.auto.commit``, ``auto.commit.interval.ms``, ``max.poll.records``). It starts
         at its group's committed offsets, or at the beginning."""
-        if not isinstance(name, str) or not name or name in self.sim.actors or name in self._clients:
+        if (
+            not isinstance(name, str)
+            or not name
+            or name in self.sim.actors
+            or name in self._clients
+        ):
             raise ActionError(f"consumer name {name!r} is not allowed: use a new, non-empty name")
         fields = {f.name for f in dataclasses.fields(ConsumerSettings)}
         values: dict[str, Any] = {}
@@ -485,7 +515,9 @@ class Cluster:
                 raise ActionError(f"unknown consumer setting {key!r}{hint}")
             values[k] = value
         if values.get("group_id"):
-            self._check_internal(offsets_partition(str(values["group_id"])), "groups", values["group_id"])
+            self._check_internal(
+                offsets_partition(str(values["group_id"])), "groups", values["group_id"]
+            )
         data = [tp for tp in self.assignment if not tp.startswith("__")]
         tps = tuple(self._tp(p) for p in partitions) if partitions is not None else tuple(data)
         try:
@@ -513,6 +545,7 @@ class Cluster:
         self._step(op, producer=producer, **args)
         self.sim.command(producer, TxnCommand(op, **args))
         self._settle()
+        self._await_client(producer)
 
     def begin(self, producer: str) -> None:
         """beginTransaction: the producer's next sends belong to a new transaction."""
@@ -528,7 +561,11 @@ class Cluster:
         self._txn(producer, "abort")
 
     def send_offsets(
-        self, producer: str, *, consumer: str | None = None, group: str | None = None,
+        self,
+        producer: str,
+        *,
+        consumer: str | None = None,
+        group: str | None = None,
         offsets: Mapping[Any, int] | None = None,
     ) -> None:
         """sendOffsetsToTransaction: commit a consumer's position (or explicit ``offsets``
@@ -551,6 +588,7 @@ class Cluster:
         self._step("poll", consumer=consumer, process=process)
         self.sim.command(consumer, Poll("poll", process))
         self._settle()
+        self._await_client(consumer)
 
     def process(self, consumer: str) -> None:
         """The application processes what earlier polls returned."""
@@ -558,6 +596,7 @@ class Cluster:
         self._step("process", consumer=consumer)
         self.sim.command(consumer, Poll("process"))
         self._settle()
+        self._await_client(consumer)
 
     def commit_offsets(self, consumer: str) -> None:
         """commitSync: write the consumer's position to its group coordinator."""
@@ -565,6 +604,7 @@ class Cluster:
         self._step("commit_offsets", consumer=consumer)
         self.sim.command(consumer, Poll("commit"))
         self._settle()
+        self._await_client(consumer)
 
     def _crash_client(self, name: str) -> None:
         if name not in self.sim.actors:
@@ -582,16 +622,24 @@ class Cluster:
         self._start_client(name)
 
     def _client_produce(
-        self, client: KafkaProducer, tp: str, batch: list[str], request: str, response: str
+        self,
+        client: KafkaProducer,
+        tp: str,
+        batch: list[str],
+        request: str,
+        response: str,
+        delay_ms: int = 1000,
     ) -> list[str]:
         self._step("produce", values=batch, producer=client.name, partition=tp)
         leader = self.partition_states()[tp].leader
-        if leader is not None and request == "lost":
-            self.sim.add_rule(client.name, leader, (msgs.ProduceRequest,), None)
+        if leader is not None and request != "ok":
+            delay = None if request == "lost" else delay_ms
+            self.sim.add_rule(client.name, leader, (msgs.ProduceRequest,), delay)
         if leader is not None and response == "lost":
             self.sim.add_rule(leader, client.name, (msgs.ProduceResponse,), None)
         self.sim.command(client.name, ProduceCommand(tp, tuple(batch)))
         self._settle()
+        self._await_client(client.name)
         return batch
 
     def _producer(self, name: str) -> None:
