@@ -9,7 +9,7 @@ crash cuts a lane (dotted until the restart).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,14 +176,16 @@ def message_flow(
     steps: int | tuple[int, int] | None = None,
     hide: Iterable[str] = (),
     max_rows: int = 400,
+    step_labels: Mapping[int, str] | None = None,
 ) -> Flow:
     """Lay out the messages of a trace: match each delivery or loss to its send (messages on
     one link arrive in order), and number the rows. ``steps`` keeps one step (or a range of
     steps, inclusive; 0 is the start-up); ``hide`` leaves out messages by type name (such as
-    ``"UpdateMetadata"``); only the last ``max_rows`` rows are kept."""
+    ``"UpdateMetadata"``); only the last ``max_rows`` rows are kept. ``step_labels`` renames
+    steps by their trace index (a widget numbering its own timeline)."""
     events = _window(as_events(source), steps)
     hidden = set(hide)
-    builder = _FlowBuilder()
+    builder = _FlowBuilder(step_labels or {})
     for e in events:
         builder.add(e, hidden)
     flow = builder.finish()
@@ -191,7 +193,8 @@ def message_flow(
 
 
 class _FlowBuilder:
-    def __init__(self) -> None:
+    def __init__(self, step_labels: Mapping[int, str]) -> None:
+        self.step_labels = step_labels
         self.row = 0
         self.step_row = 0
         self.lanes: set[str] = set()
@@ -202,7 +205,8 @@ class _FlowBuilder:
         kind, data = e.kind, e.data
         if kind == "step":
             if "index" in data:
-                self._boundary(f"step {data['index']}: {_step_text(data)}")
+                label = self.step_labels.get(data["index"])
+                self._boundary(label or f"step {data['index']}: {_step_text(data)}")
         elif kind == "link":
             state = "healed" if data.get("up") else "cut"
             self._boundary(f"link {data['a']}–{data['b']} {state}")
@@ -349,13 +353,14 @@ def draw_messages(
     max_rows: int = 400,
     title: str | None = None,
     legend: bool = True,
+    step_labels: Mapping[int, str] | None = None,
 ) -> Any:
     """Draw the Lamport diagram of a trace (a Cluster or a Trace) and return the Axes.
 
     ``steps`` picks one step or an inclusive range (0: start-up); ``hide`` leaves out message
     types by name; at most ``max_rows`` rows (the latest) are drawn. ``legend=False`` leaves
     the key out."""
-    flow = message_flow(source, steps=steps, hide=hide, max_rows=max_rows)
+    flow = message_flow(source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels)
     lanes = {name: i for i, name in enumerate(flow.lanes)}
     with style():
         if ax is None:
@@ -520,10 +525,11 @@ def describe_messages(
     steps: int | tuple[int, int] | None = None,
     hide: Iterable[str] = (),
     max_rows: int = 400,
+    step_labels: Mapping[int, str] | None = None,
 ) -> str:
     """The Lamport diagram as a table: one line per message and per crash or restart, in the
     order they happened, with the step each belongs to."""
-    flow = message_flow(source, steps=steps, hide=hide, max_rows=max_rows)
+    flow = message_flow(source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels)
     items: list[tuple[int, str]] = [(b.row, f"== {b.text}") for b in flow.boundaries]
     for a in flow.arrows:
         outcome = f"LOST ({a.reason})" if a.outcome == "lost" else a.outcome
