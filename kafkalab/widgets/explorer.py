@@ -146,13 +146,18 @@ class ExplorerModel:
             )
         if position < self.position:
             self._replay_to(position)
+        detail = ""
         while self.position < position:
             outcome = self._apply(self.steps[self.position])
             if not outcome.ok:
                 self.last = outcome
                 return outcome
-        self.last = StepOutcome(True, self.step_text(position))
+            detail = outcome.message
+        self.last = StepOutcome(True, self._with(detail))
         return self.last
+
+    def _with(self, detail: str) -> str:
+        return f"{self.step_text()} — {detail}" if detail else self.step_text()
 
     def _replay_to(self, position: int) -> None:
         self.cluster = self._fresh_cluster()
@@ -177,8 +182,8 @@ class ExplorerModel:
         self._snapshots.append(self._snapshot())
         if step.kind == "check":
             verdict = "the check fails: " + "; ".join(problems) if problems else "the check holds"
-            return StepOutcome(True, f"{self.step_text(self.position)} — {verdict}")
-        return StepOutcome(True, self.step_text(self.position))
+            return StepOutcome(True, verdict)
+        return StepOutcome(True, "")
 
     # ---- new steps (forking) -----------------------------------------------------------------
 
@@ -199,6 +204,7 @@ class ExplorerModel:
             if len(self.steps) > start:  # steps undone by a rewind: this starts a new branch
                 self.forks += 1
             self.steps = [*self.steps[:start], step]
+            outcome = StepOutcome(True, self._with(outcome.message))
         self.last = outcome
         return outcome
 
