@@ -21,3 +21,17 @@ def test_timed_benchmark_runs_and_prints_its_figures() -> None:
     assert out.returncode == 0, out.stderr
     for figure in ("events/s", "bare ev/s", "ratio", "peak memory"):
         assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
+
+
+def test_widget_benchmark_runs_and_prints_its_figures() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_widgets.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    for figure in ("bare ms", "widget ms", "rewind max", "ratio", "ISR lag explorer"):
+        assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"

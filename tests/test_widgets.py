@@ -14,6 +14,7 @@ import pytest
 matplotlib.use("Agg")
 
 from kafkalab import KafkalabError, scenarios  # noqa: E402
+from kafkalab.viz import removed_records  # noqa: E402
 from kafkalab.widgets import (  # noqa: E402
     ClusterExplorer,
     ExplorerModel,
@@ -44,6 +45,8 @@ def test_learner_story_m2_disappears_and_comes_back_on_rewind() -> None:
     assert "acknowledged but lost: m2" in m.alerts()
     m.go_to(5)  # rewind
     assert _holders(m, "m2") == [1, 2] and m.alerts() == []
+    assert [v.values for v in m.snapshot(15).values()] == [["m1"], ["m1"]]  # still known
+    assert removed_records(m.snapshot(9), m.snapshot(10)) == {1: [(1, "m2", 0)]}
     m.forward(10)  # the same steps give the same end, byte for byte
     again = scenarios.replay(scenarios.get("kip101-loss"))[0]
     assert m.cluster.trace.digest() == again.trace.digest()
@@ -71,6 +74,10 @@ def test_a_new_step_after_a_rewind_forks_a_branch() -> None:
     assert _holders(m, "m2") == [1, 2]  # with HW 2 on disk A keeps m2
     assert m.forward().ok and m.position == 12  # the end of this branch: nothing to redo
     assert m.forks == 1
+    with pytest.raises(KafkalabError, match="has not been reached"):
+        m.snapshot(13)  # the old branch's later steps are gone
+    m.go_to(8)
+    assert m.snapshot(12)[1].values == ["m1", "m2"]
 
 
 def test_a_refused_step_changes_nothing_and_says_why() -> None:

@@ -89,9 +89,19 @@ _RC: dict[str, Any] = {
 
 @contextmanager
 def style() -> Iterator[None]:
-    """Draw with kafkalab's fixed style; the caller's rcParams are restored afterwards."""
-    with matplotlib.rc_context(_RC):
+    """Draw with kafkalab's fixed style; the caller's rcParams are restored afterwards.
+
+    Like ``matplotlib.rc_context``, except that ``interactive`` is left as it is found on exit:
+    Jupyter's inline backend switches interactive mode on when pyplot first makes a figure,
+    which may happen in here, and undoing that would stop later figures from showing."""
+    saved = dict(matplotlib.rcParams.copy())
+    for key in ("backend", "interactive"):
+        saved.pop(key, None)
+    try:
+        matplotlib.rcParams.update(_RC)
         yield
+    finally:
+        dict.update(matplotlib.rcParams, saved)
 
 
 def epoch_color(epoch: int) -> str:

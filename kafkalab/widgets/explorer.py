@@ -160,9 +160,8 @@ class ExplorerModel:
         return f"{self.step_text()} — {detail}" if detail else self.step_text()
 
     def _replay_to(self, position: int) -> None:
+        # Snapshots and trace marks of this branch stay valid: the replay gives the same run.
         self.cluster = self._fresh_cluster()
-        self._marks = self._marks[:1]
-        self._snapshots = self._snapshots[:1]
         self.position = 0
         for step in self.steps[:position]:
             outcome = self._apply(step)
@@ -178,8 +177,12 @@ class ExplorerModel:
                 self._replay_to(self.position)
             return StepOutcome(False, str(err))
         self.position += 1
-        self._marks.append(len(self.cluster.trace))
-        self._snapshots.append(self._snapshot())
+        mark, snapshot = len(self.cluster.trace), self._snapshot()
+        if self.position < len(self._marks):  # a replay: the same as before, by purity
+            self._marks[self.position], self._snapshots[self.position] = mark, snapshot
+        else:
+            self._marks.append(mark)
+            self._snapshots.append(snapshot)
         if step.kind == "check":
             verdict = "the check fails: " + "; ".join(problems) if problems else "the check holds"
             return StepOutcome(True, verdict)
@@ -203,6 +206,7 @@ class ExplorerModel:
         if outcome.ok:
             if len(self.steps) > start:  # steps undone by a rewind: this starts a new branch
                 self.forks += 1
+                del self._marks[start + 2 :], self._snapshots[start + 2 :]
             self.steps = [*self.steps[:start], step]
             outcome = StepOutcome(True, self._with(outcome.message))
         self.last = outcome
@@ -242,8 +246,15 @@ class ExplorerModel:
         return list(self.cluster.broker_ids)
 
     def snapshot(self, position: int | None = None) -> dict[int, ReplicaView]:
-        """The replicas after ``position`` applied steps (default: now)."""
-        return self._snapshots[self.position if position is None else position]
+        """The replicas after ``position`` steps of this branch (default: now); any position
+        the explorer has been at since the branch began."""
+        k = self.position if position is None else position
+        if not 0 <= k < len(self._snapshots):
+            raise KafkalabError(
+                f"position={k} has not been reached on this branch yet: use "
+                f"0..{len(self._snapshots) - 1}, or step forward first"
+            )
+        return self._snapshots[k]
 
     def previous_snapshot(self) -> dict[int, ReplicaView]:
         """The replicas one step earlier (for the ghosts of removed records)."""

@@ -20,8 +20,8 @@ from kafkalab.viz.messages import CATEGORIES, LOST_COLOR
 from kafkalab.widgets.explorer import ExplorerModel
 from kafkalab.widgets.isr_lag import LAG_RULES, IsrLagModel, IsrLagSettings
 from kafkalab.widgets.render import (
+    ExplorerRenderer,
     describe_tradeoffs,
-    render_explorer,
     render_isr_lag,
     render_tradeoffs,
 )
@@ -47,6 +47,15 @@ def _text_block(title: str, text: str) -> str:
         f"<details><summary>{html.escape(title)}</summary>"
         f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre></details>"
     )
+
+
+def _bundle(box: w.Widget, text: str, **kwargs: Any) -> Any:
+    """The widget's display bundle, with a short, stable text form (the default one lists
+    every trait, memory addresses included)."""
+    bundle = box._repr_mimebundle_(**kwargs)
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    data["text/plain"] = text
+    return bundle
 
 
 def _legend_html() -> str:
@@ -78,6 +87,7 @@ class ClusterExplorer:
 
     def __init__(self, scenario: str | None = "kip101-loss", *, variant: str | None = None):
         self.model = ExplorerModel(scenario, variant=variant)
+        self._render = ExplorerRenderer()
         self._busy = False
         self._build()
         self.refresh()
@@ -202,6 +212,15 @@ class ClusterExplorer:
 
     # ---- behaviour -------------------------------------------------------------------------
 
+    def go_to(self, position: int) -> None:
+        """Show the cluster after ``position`` steps of the current branch (as the slider
+        does)."""
+        self._run(lambda: self.model.go_to(position))
+
+    def forward(self, count: int = 1) -> None:
+        """Apply the next ``count`` steps (as the "next step" button does)."""
+        self._run(lambda: self.model.forward(count))
+
     def _update_variants(self) -> None:
         name = self.scenario.value
         variants = [] if name == FRESH else [v.name for v in scenarios.get(name).variants]
@@ -238,7 +257,7 @@ class ClusterExplorer:
     def refresh(self) -> None:
         """Redraw everything from the model."""
         m = self.model
-        pictures = render_explorer(m)
+        pictures = self._render(m)
         self._busy = True
         try:
             self.slider.max = len(m.steps)
@@ -263,7 +282,8 @@ class ClusterExplorer:
         )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.box._repr_mimebundle_(**kwargs)
+        name = self.model.scenario.name if self.model.scenario else "a fresh cluster"
+        return _bundle(self.box, f"ClusterExplorer({name}, {self.model.step_text()})", **kwargs)
 
 
 def _alerts_html(alerts: list[str]) -> str:
@@ -360,7 +380,7 @@ class TradeoffExplorer:
         self.text.value = _text_block("Text table of the comparison", describe_tradeoffs(compared))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.box._repr_mimebundle_(**kwargs)
+        return _bundle(self.box, "TradeoffExplorer()", **kwargs)
 
 
 class IsrLagExplorer:
@@ -453,4 +473,7 @@ class IsrLagExplorer:
         )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.box._repr_mimebundle_(**kwargs)
+        return _bundle(self.box, f"IsrLagExplorer({self.model_summary()})", **kwargs)
+
+    def model_summary(self) -> str:
+        return self.model.run(self.settings()).summary()
