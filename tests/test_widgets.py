@@ -158,10 +158,19 @@ def test_cluster_explorer_buttons_and_slider() -> None:
     _find_button(e, "kafkalab-produce").click()
     assert e.model.position == 6 and e.model.forks == 1 and e.slider.max == 6
     assert e.value.value == "m4"  # the next value is ready
-    e.scenario.value = "happy-path-hw-lag"
+    _find_button(e, "kafkalab-flush").click()
+    assert e.value.value == "m4"  # only a produce moves to the next value
+    e.scenario.value = "controller-zombie"
     assert "(as written)" in e.variant.options
     e.load_button.click()
-    assert e.model.scenario.name == "happy-path-hw-lag" and e.slider.value == 0
+    assert e.model.scenario.name == "controller-zombie" and e.slider.value == 0
+    assert list(e.broker.options) == [1, 2, 3, 4]
+    e.scenario.value = "(a fresh 3-broker cluster)"
+    e.load_button.click()
+    e.broker.value = 3
+    _find_button(e, "kafkalab-crash").click()  # acts on the new model
+    assert e.model.steps[-1].kind == "crash"
+    assert e.model.cluster.running() == [1, 2]
 
 
 def _find_button(explorer: ClusterExplorer, css: str):

@@ -160,35 +160,38 @@ class ClusterExplorer:
             description="ms",
             layout=w.Layout(width="170px"),
         )
-        m, b = self.model, self.broker
-        acks = lambda: None if self.acks.value == "config" else self.acks.value  # noqa: E731
+        b = self.broker
         buttons = [
+            ("produce", "append a record at the leader", self._produce),
+            ("fetch", "this follower fetches once", lambda: self.model.fetch(b.value)),
             (
-                "produce",
-                "append a record at the leader",
-                lambda: m.produce(self.value.value, acks=acks()),
+                "crash",
+                "the broker stops; its page cache survives",
+                lambda: self.model.crash(b.value),
             ),
-            ("fetch", "this follower fetches once", lambda: m.fetch(b.value)),
-            ("crash", "the broker stops; its page cache survives", lambda: m.crash(b.value)),
             (
                 "power loss",
                 "the broker stops and loses what it did not flush",
-                lambda: m.crash(b.value, lose_unflushed=True),
+                lambda: self.model.crash(b.value, lose_unflushed=True),
             ),
-            ("restart", "start the broker from its disk", lambda: m.restart(b.value)),
-            ("flush", "fsync the log and the HW checkpoint", lambda: m.flush(b.value)),
+            ("restart", "start the broker from its disk", lambda: self.model.restart(b.value)),
+            ("flush", "fsync the log and the HW checkpoint", lambda: self.model.flush(b.value)),
             (
                 "disconnect",
                 "cut the link",
-                lambda: m.disconnect(self.node_a.value, self.node_b.value),
+                lambda: self.model.disconnect(self.node_a.value, self.node_b.value),
             ),
             (
                 "reconnect",
                 "restore the link",
-                lambda: m.reconnect(self.node_a.value, self.node_b.value),
+                lambda: self.model.reconnect(self.node_a.value, self.node_b.value),
             ),
-            ("heal", "restore every link", m.heal),
-            ("advance time", "let time pass: timers fire", lambda: m.advance(self.ms.value)),
+            ("heal", "restore every link", lambda: self.model.heal()),
+            (
+                "advance time",
+                "let time pass: timers fire",
+                lambda: self.model.advance(self.ms.value),
+            ),
         ]
         made = {}
         for label, tip, action in buttons:
@@ -233,6 +236,7 @@ class ClusterExplorer:
             self.model = ExplorerModel()
         else:
             self.model.load(name, variant=None if variant == BASE else variant)
+        self._update_nodes()
         self.refresh()
 
     def _run(self, action: Any) -> None:
@@ -242,13 +246,23 @@ class ClusterExplorer:
             self.status.value = f"<b>refused:</b> {html.escape(str(err))}"
             return
         self.refresh()
-        if self.model.scenario is None or self.model.last.ok:
-            self._next_value()
 
-    def _next_value(self) -> None:
+    def _produce(self) -> Any:
+        acks = None if self.acks.value == "config" else self.acks.value
+        outcome = self.model.produce(self.value.value, acks=acks)
         text = self.value.value
-        if text[:1] == "m" and text[1:].isdigit():
-            self.value.value = f"m{int(text[1:]) + 1}"
+        if outcome.ok and text[:1] == "m" and text[1:].isdigit():
+            self.value.value = f"m{int(text[1:]) + 1}"  # the next value, ready to send
+        return outcome
+
+    def _update_nodes(self) -> None:
+        """The broker menus follow the loaded scenario's brokers."""
+        brokers = self.model.brokers
+        if list(self.broker.options) != brokers:
+            self.broker.options = brokers
+            self.node_a.options = [*brokers, "zk", "client"]
+            self.node_b.options = [*brokers, "zk", "client"]
+            self.node_a.value, self.node_b.value = brokers[0], "zk"
 
     def _on_slider(self, change: dict[str, Any]) -> None:
         if not self._busy:
