@@ -23,6 +23,7 @@ __all__ = [
     "PAPER",
     "epoch_color",
     "epoch_hatch",
+    "legend_below",
     "new_axes",
     "render",
     "style",
@@ -141,3 +142,14 @@ def render(figure_or_ax: Any, format: str = "svg") -> bytes:
     with style(), matplotlib.rc_context({"svg.fonttype": "none"}):
         figure.savefig(out, format=format, metadata=metadata)
     return out.getvalue()
+
+
+def legend_below(ax: Any, handles: list[Any]) -> None:
+    """The key of a picture, in up to three columns under its Axes."""
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(0.0, 0.0),
+        ncols=min(3, len(handles)),
+        frameon=False,
+    )

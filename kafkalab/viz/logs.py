@@ -17,7 +17,16 @@ from matplotlib.patches import Patch, Rectangle
 
 from kafkalab.sim.cluster import ReplicaView
 from kafkalab.viz._sources import as_snapshot
-from kafkalab.viz._style import INK, MUTED, PAPER, epoch_color, epoch_hatch, new_axes, style
+from kafkalab.viz._style import (
+    INK,
+    MUTED,
+    PAPER,
+    epoch_color,
+    epoch_hatch,
+    legend_below,
+    new_axes,
+    style,
+)
 
 __all__ = ["describe_logs", "draw_logs", "draw_truncation", "removed_records"]
 
@@ -338,10 +347,4 @@ def _legend(ax: Any, epochs: list[int], flags: dict[str, bool]) -> None:
                 label="removed since the previous step",
             )
         )
-    ax.legend(
-        handles=handles,
-        loc="upper left",
-        bbox_to_anchor=(0.0, 0.0),
-        ncols=min(3, len(handles)),
-        frameon=False,
-    )
+    legend_below(ax, handles)

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkalab.sim.trace import Event
 from kafkalab.viz._sources import as_events
-from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, new_axes, style
+from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, legend_below, new_axes, style
 
 __all__ = [
     "CATEGORIES",
@@ -510,13 +510,7 @@ def _frame(ax: Any, flow: Flow, title: str | None, legend: bool) -> None:
             )
         )
     if handles:
-        ax.legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(0.0, 0.0),
-            ncols=min(3, len(handles)),
-            frameon=False,
-        )
+        legend_below(ax, handles)
 
 
 def describe_messages(

@@ -115,7 +115,6 @@ def _border(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, floa
 def _edge(
     ax: Any, a: tuple[float, float], b: tuple[float, float], text: str, rad: float | None
 ) -> None:
-    box = {"boxstyle": "round,pad=0.1", "facecolor": PAPER, "edgecolor": "none", "alpha": 0.9}
     if a == b:  # a self-loop above the box
         x, y = a
         ax.add_patch(
@@ -130,16 +129,7 @@ def _edge(
                 zorder=2,
             )
         )
-        ax.text(
-            x,
-            y + _BOX_H / 2 + 0.45,
-            text,
-            ha="center",
-            va="bottom",
-            fontsize=6.5,
-            bbox=box,
-            zorder=5,
-        )
+        _edge_label(ax, x, y + _BOX_H / 2 + 0.45, text, "bottom")
         return
     backwards = b[0] < a[0]
     rad = rad if rad is not None else (0.0 if not backwards else 0.3)
@@ -166,18 +156,14 @@ def _edge(
     dx, dy = end[0] - start[0], end[1] - start[1]
     mx, my = (start[0] + end[0]) / 2 + rad * dy / 2, (start[1] + end[1]) / 2 - rad * dx / 2
     if rad == 0 and abs(dy) < 0.01:  # a short horizontal edge: the label sits above it
-        ax.text(
-            mx,
-            my + _BOX_H / 2 + 0.04,
-            text,
-            ha="center",
-            va="bottom",
-            fontsize=6.5,
-            bbox=box,
-            zorder=5,
-        )
+        _edge_label(ax, mx, my + _BOX_H / 2 + 0.04, text, "bottom")
     else:
-        ax.text(mx, my, text, ha="center", va="center", fontsize=6.5, bbox=box, zorder=5)
+        _edge_label(ax, mx, my, text, "center")
+
+
+def _edge_label(ax: Any, x: float, y: float, text: str, va: str) -> None:
+    box = {"boxstyle": "round,pad=0.1", "facecolor": PAPER, "edgecolor": "none", "alpha": 0.9}
+    ax.text(x, y, text, ha="center", va=va, fontsize=6.5, bbox=box, zorder=5)
 
 
 def describe_txn_states() -> str:

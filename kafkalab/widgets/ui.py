@@ -41,6 +41,22 @@ def _button(label: str, css: str, tooltip: str, style: str = "") -> w.Button:
     return b
 
 
+_WIDE = {"style": {"description_width": "190px"}, "layout": w.Layout(width="460px")}
+
+
+def _slider(description: str, value: int, low: int, high: int, step: int = 1) -> w.IntSlider:
+    """A labelled slider that reports its value when released, not while it is dragged."""
+    return w.IntSlider(
+        value=value,
+        min=low,
+        max=high,
+        step=step,
+        description=description,
+        continuous_update=False,
+        **_WIDE,
+    )
+
+
 def _text_block(title: str, text: str) -> str:
     """A collapsible plain-text twin of a picture, for screen readers."""
     return (
@@ -320,33 +336,22 @@ class TradeoffExplorer:
 
     def __init__(self) -> None:
         self.model = TradeoffModel()
-        style = {"description_width": "190px"}
-        wide = w.Layout(width="460px")
+        d, style = TradeoffSettings(), _WIDE["style"]
         self.acks = w.Dropdown(
-            options=["all", "1", "0"], value="all", description="acks", style=style
+            options=["all", "1", "0"], value=d.acks, description="acks", style=style
         )
-        self.min_isr = w.IntSlider(
-            value=2, min=1, max=5, description="min.insync.replicas", style=style, layout=wide
-        )
-        self.rf = w.IntSlider(
-            value=3, min=1, max=5, description="replication factor", style=style, layout=wide
-        )
+        self.min_isr = _slider("min.insync.replicas", d.min_insync_replicas, 1, 5)
+        self.rf = _slider("replication factor", d.replication_factor, 1, 5)
         self.unclean = w.Checkbox(
-            value=False, description="unclean.leader.election.enable", style=style
-        )
-        self.epochs = w.Checkbox(value=True, description="leader epochs (KIP-101)", style=style)
-        self.faults = w.IntSlider(
-            value=5000,
-            min=1000,
-            max=20000,
-            step=1000,
+            value=d.unclean_leader_election_enable,
             style=style,
-            description="mean ms between faults",
-            layout=wide,
+            description="unclean.leader.election.enable",
         )
-        self.seeds = w.IntSlider(
-            value=3, min=1, max=10, description="seeds", style=style, layout=wide
+        self.epochs = w.Checkbox(
+            value=d.leader_epochs, description="leader epochs (KIP-101)", style=style
         )
+        self.faults = _slider("mean ms between faults", d.fault_interval_ms, 1000, 20000, 1000)
+        self.seeds = _slider("seeds", d.seeds, 1, 10)
         self.run_button = _button("run", "kafkalab-run", "simulate these settings", "primary")
         self.run_button.on_click(lambda _: self.run())
         self.status = w.HTML()
@@ -402,52 +407,14 @@ class IsrLagExplorer:
 
     def __init__(self) -> None:
         self.model = IsrLagModel()
-        style = {"description_width": "190px"}
-        wide = w.Layout(width="460px")
         d = IsrLagSettings()
-        self.burst = w.IntSlider(
-            value=d.burst,
-            min=100,
-            max=10000,
-            step=100,
-            description="burst size (records)",
-            style=style,
-            layout=wide,
-            continuous_update=False,
-        )
-        self.interval = w.IntSlider(
-            value=d.burst_interval_ms,
-            min=500,
-            max=20000,
-            step=500,
-            description="ms between bursts",
-            style=style,
-            layout=wide,
-            continuous_update=False,
-        )
-        self.speed = w.IntSlider(
-            value=d.fetch_interval_ms,
-            min=500,
-            max=20000,
-            step=500,
-            description="follower 3 fetches every (ms)",
-            style=style,
-            layout=wide,
-            continuous_update=False,
-        )
+        self.burst = _slider("burst size (records)", d.burst, 100, 10000, 100)
+        self.interval = _slider("ms between bursts", d.burst_interval_ms, 500, 20000, 500)
+        self.speed = _slider("follower 3 fetches every (ms)", d.fetch_interval_ms, 500, 20000, 500)
         self.rule = w.Dropdown(
-            options=LAG_RULES, value=d.lag_rule, description="lag rule", style=style
+            options=LAG_RULES, value=d.lag_rule, description="lag rule", style=_WIDE["style"]
         )
-        self.lag = w.IntSlider(
-            value=d.replica_lag_time_max_ms,
-            min=1000,
-            max=30000,
-            step=1000,
-            description="replica.lag.time.max.ms",
-            style=style,
-            layout=wide,
-            continuous_update=False,
-        )
+        self.lag = _slider("replica.lag.time.max.ms", d.replica_lag_time_max_ms, 1000, 30000, 1000)
         self.status = w.HTML()
         self.plot = w.Image(format="svg+xml", layout=w.Layout(max_width="900px"))
         self.text = w.HTML()
