@@ -21,6 +21,7 @@ Timings are reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -178,10 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         results.append(measure(name, args.repeats))
         print(f"{name}: done", file=sys.stderr, flush=True)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"kafkalab widget benchmark: best of {args.repeats} per step; Python "
-        f"{platform.python_version()} on {platform.machine()} {platform.system()}; "
-        f"matplotlib {matplotlib.__version__}"
+        f"{platform.python_version()} on {platform.machine()} {platform.system()}, "
+        f"{os.cpu_count()} cores, load average {load}; matplotlib {matplotlib.__version__}"
     )
     print("bare: scenarios.apply_step on a Cluster; model: ExplorerModel.forward(); widget: a")
     print("click on 'next step' (model + both SVG pictures + report + widget values);")

@@ -355,12 +355,19 @@ def draw_messages(
     legend: bool = True,
     step_labels: Mapping[int, str] | None = None,
 ) -> Any:
-    """Draw the Lamport diagram of a trace (a Cluster or a Trace) and return the Axes.
+    """Draw the Lamport diagram of a trace (a Cluster, a Trace, or a :class:`Flow` already laid
+    out by :func:`message_flow`) and return the Axes.
 
     ``steps`` picks one step or an inclusive range (0: start-up); ``hide`` leaves out message
     types by name; at most ``max_rows`` rows (the latest) are drawn. ``legend=False`` leaves
     the key out."""
-    flow = message_flow(source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels)
+    flow = (
+        source
+        if isinstance(source, Flow)
+        else message_flow(
+            source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels
+        )
+    )
     lanes = {name: i for i, name in enumerate(flow.lanes)}
     with style():
         if ax is None:
@@ -523,7 +530,13 @@ def describe_messages(
 ) -> str:
     """The Lamport diagram as a table: one line per message and per crash or restart, in the
     order they happened, with the step each belongs to."""
-    flow = message_flow(source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels)
+    flow = (
+        source
+        if isinstance(source, Flow)
+        else message_flow(
+            source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels
+        )
+    )
     items: list[tuple[int, str]] = [(b.row, f"== {b.text}") for b in flow.boundaries]
     for a in flow.arrows:
         outcome = f"LOST ({a.reason})" if a.outcome == "lost" else a.outcome

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 WIDTH_IN = 8.0
+MAX_MESSAGE_ROWS = 60  # a step with more messages shows its latest ones (and says so)
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,12 @@ class ExplorerRenderer:
             WIDTH_IN,
             1.0 + 0.85 * len(snapshot),
         )
-        flow_rows = message_flow(events).rows
+        flow = message_flow(events, max_rows=MAX_MESSAGE_ROWS, step_labels=labels)
         title = f"Messages of {_short(model)}"
         messages_svg = self.messages.draw(
-            lambda ax: draw_messages(events, ax=ax, legend=False, title=title, step_labels=labels),
+            lambda ax: draw_messages(flow, ax=ax, legend=False, title=title),
             WIDTH_IN,
-            min(9.0, 1.0 + 0.2 * max(flow_rows, 4)),
+            min(9.0, 1.0 + 0.2 * max(flow.rows, 4)),
         )
         return ExplorerPictures(
             status=model.last.message or model.step_text(),
@@ -122,7 +123,7 @@ class ExplorerRenderer:
             messages_svg=messages_svg,
             alerts=model.alerts(),
             logs_text=describe_logs(snapshot, previous=previous),
-            messages_text=describe_messages(events, step_labels=labels),
+            messages_text=describe_messages(flow),
         )
 
 
