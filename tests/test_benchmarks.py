@@ -9,9 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_timed_benchmark_runs_and_prints_its_figures() -> None:
+def _quick(script: str) -> str:
+    """Run a benchmark in its quick mode; returns what it printed."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_timed.py"), "--quick"],
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -19,5 +20,16 @@ def test_timed_benchmark_runs_and_prints_its_figures() -> None:
         check=False,
     )
     assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_timed_benchmark_runs_and_prints_its_figures() -> None:
+    stdout = _quick("bench_timed.py")
     for figure in ("events/s", "bare ev/s", "ratio", "peak memory"):
-        assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
+        assert figure in stdout, f"{figure!r} missing from:\n{stdout}"
+
+
+def test_widget_benchmark_runs_and_prints_its_figures() -> None:
+    stdout = _quick("bench_widgets.py")
+    for figure in ("bare ms", "widget ms", "rewind max", "ratio", "ISR lag explorer"):
+        assert figure in stdout, f"{figure!r} missing from:\n{stdout}"

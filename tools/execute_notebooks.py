@@ -5,6 +5,8 @@
 
 Each kernel starts in the notebook's own folder, as in JupyterLab, papermill and nbval. Stream
 outputs are merged so that a re-run changes the file only where an output really changed.
+Widgets are stored by their text form only: their live views carry random model ids (nbval
+ignores them) and come back when the learner runs the cell.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 KERNEL = "python3"
 TIMEOUT_S = 600
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def execute(path: Path) -> None:
@@ -29,9 +32,13 @@ def execute(path: Path) -> None:
         timeout=TIMEOUT_S,
         record_timing=False,  # no timestamps in the stored file
         coalesce_streams=True,
+        store_widget_state=False,
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
     nbformat.write(nb, path)
 
 

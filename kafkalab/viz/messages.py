@@ -1,0 +1,552 @@
+"""A space-time (Lamport) diagram of the messages between clients, brokers, the controller and
+ZooKeeper (or the KRaft controller quorum).
+
+Each node is a vertical lane and time runs downwards in the order things happened (a stepped
+lesson happens at one instant of simulated time, so the order is the clock that matters). An
+arrow goes from a message's send to its delivery; a lost message ends in a cross halfway; a
+crash cuts a lane (dotted until the restart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalab.sim.trace import Event
+from kafkalab.viz._sources import as_events
+from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, legend_below, new_axes, style
+
+__all__ = [
+    "CATEGORIES",
+    "Flow",
+    "describe_messages",
+    "draw_messages",
+    "message_flow",
+    "message_label",
+]
+
+# Message families: (colour, line style, legend label). The style is a second cue besides colour.
+CATEGORIES: dict[str, tuple[str, str, str]] = {
+    "client": (OKABE_ITO["blue"], "-", "client (produce, metadata)"),
+    "replication": (OKABE_ITO["bluish_green"], "-", "replication (fetch, epoch queries)"),
+    "control": (OKABE_ITO["orange"], "-.", "controller requests"),
+    "coordination": (OKABE_ITO["reddish_purple"], ":", "ZooKeeper / controller quorum"),
+}
+LOST_COLOR = OKABE_ITO["vermillion"]
+_REPLICATION = ("FetchRequest", "FetchResponse", "OffsetsForLeaderEpoch")
+_CLIENT = ("Produce", "InitProducerId", "Metadata")
+_COORDINATION = ("Zk", "BrokerChange", "Vote", "BeginQuorumEpoch", "FetchMetadata")
+_MARK_KINDS = ("crash", "restart", "stopped", "pause", "resume")
+_NOT_LANES = ("cluster", "network")
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """One message: from ``src`` (row ``sent``) to ``dst`` (row ``ended``)."""
+
+    src: str
+    dst: str
+    sent: int
+    ended: int
+    label: str
+    category: str
+    outcome: str  # "delivered", "lost" or "in flight"
+    reason: str = ""
+    time_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Something that happened on one lane: a crash, a restart, a pause..."""
+
+    node: str
+    row: float
+    kind: str
+    time_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """The start of a step (or a cut/healed link), drawn across every lane."""
+
+    row: int
+    text: str
+
+
+@dataclass
+class Flow:
+    """The messages of a trace laid out in rows, ready to draw or to read as text."""
+
+    lanes: list[str]
+    arrows: list[Arrow] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    boundaries: list[Boundary] = field(default_factory=list)
+    rows: int = 0
+    omitted: int = 0  # messages before the window that were left out
+
+
+def _name(msg: Any) -> str:
+    if isinstance(msg, dict):
+        return str(msg.get("type", "message"))
+    return type(msg).__name__
+
+
+def _get(msg: Any, key: str, default: Any = None) -> Any:
+    if isinstance(msg, dict):
+        return msg.get(key, default)
+    return getattr(msg, key, default)
+
+
+def category(msg: Any) -> str:
+    """The family a message belongs to (a key of :data:`CATEGORIES`)."""
+    name = _name(msg)
+    if name.startswith(_REPLICATION):
+        return "replication"
+    if name.startswith(_CLIENT):
+        return "client"
+    if name.startswith(_COORDINATION):
+        return "coordination"
+    return "control"
+
+
+def _values(values: Sequence[str]) -> str:
+    values = list(values)
+    return ", ".join(values) if len(values) <= 3 else f"{values[0]} … {values[-1]} ({len(values)})"
+
+
+def message_label(msg: Any) -> str:
+    """A short label for a message, with the fields a learner needs."""
+    name = _name(msg)
+    error = _get(msg, "error")
+    err = f" {error}" if error not in (None, "NONE") else ""
+    if name == "ProduceRequest":
+        return f"Produce [{_values(_get(msg, 'values', ()))}]"
+    if name == "ProduceResponse":
+        return f"Produce ←{err or ' ok @' + str(_get(msg, 'base_offset'))}"
+    if name == "FetchRequest":
+        return f"Fetch @{_get(msg, 'fetch_offset')}"
+    if name == "FetchResponse":
+        records = _get(msg, "records", ()) or ()
+        values = [_get(r, "value") for r in records]
+        body = f"[{_values(values)}]" if values else "[]"
+        return f"Fetch ←{err} {body} HW {_get(msg, 'hw')}"
+    if name == "OffsetsForLeaderEpochRequest":
+        return f"OffsetsForLeaderEpoch e{_get(msg, 'leader_epoch')}"
+    if name == "OffsetsForLeaderEpochResponse":
+        return f"EpochEnd ←{err} e{_get(msg, 'leader_epoch')} @{_get(msg, 'end_offset')}"
+    if name == "LeaderAndIsr":
+        return (
+            f"LeaderAndIsr leader {_get(msg, 'leader')} e{_get(msg, 'leader_epoch')} "
+            f"ISR {list(_get(msg, 'isr', ()))}"
+        )
+    if name in ("AlterIsr", "AlterIsrResponse"):
+        return f"{name.replace('Response', ' ←')}{err} ISR {list(_get(msg, 'isr', ()))}"
+    return name + err
+
+
+def _lane_key(node: str) -> tuple[int, Any]:
+    if node.isdigit():
+        return (1, int(node))
+    if node == "controller":
+        return (2, node)
+    if node in ("c1", "c2", "c3"):
+        return (3, node)
+    if node == "zk":
+        return (4, node)
+    return (0, node)  # clients first
+
+
+def _window(events: list[Event], steps: Any) -> list[Event]:
+    if steps is None:
+        return events
+    first, last = (steps, steps) if isinstance(steps, int) else steps
+    out, current = [], 0
+    for e in events:
+        if e.kind == "step" and "index" in e.data:
+            current = e.data["index"]
+        if first <= current <= last:
+            out.append(e)
+    return out
+
+
+def message_flow(
+    source: Any,
+    *,
+    steps: int | tuple[int, int] | None = None,
+    hide: Iterable[str] = (),
+    max_rows: int = 400,
+    step_labels: Mapping[int, str] | None = None,
+) -> Flow:
+    """Lay out the messages of a trace: match each delivery or loss to its send (messages on
+    one link arrive in order), and number the rows. ``steps`` keeps one step (or a range of
+    steps, inclusive; 0 is the start-up); ``hide`` leaves out messages by type name (such as
+    ``"UpdateMetadata"``); only the last ``max_rows`` rows are kept. ``step_labels`` renames
+    steps by their trace index (a widget numbering its own timeline)."""
+    events = _window(as_events(source), steps)
+    hidden = set(hide)
+    builder = _FlowBuilder(step_labels or {})
+    for e in events:
+        builder.add(e, hidden)
+    flow = builder.finish()
+    return _clip(flow, max_rows)
+
+
+class _FlowBuilder:
+    def __init__(self, step_labels: Mapping[int, str]) -> None:
+        self.step_labels = step_labels
+        self.row = 0
+        self.step_row = 0
+        self.lanes: set[str] = set()
+        self.pending: dict[tuple[str, str], list[tuple[int, Any, int]]] = {}
+        self.flow = Flow([])
+
+    def add(self, e: Event, hidden: set[str]) -> None:
+        kind, data = e.kind, e.data
+        if kind == "step":
+            if "index" in data:
+                label = self.step_labels.get(data["index"])
+                self._boundary(label or f"step {data['index']}: {_step_text(data)}")
+        elif kind == "link":
+            state = "healed" if data.get("up") else "cut"
+            self._boundary(f"link {data['a']}–{data['b']} {state}")
+        elif kind in _MARK_KINDS:
+            node = str(data.get("node", e.node))
+            self.lanes.add(node)
+            self.flow.marks.append(Mark(node, self._mark_row(node, kind), kind, e.time_ms))
+        elif kind in ("send", "hold") and _name(data["msg"]) not in hidden:
+            src, dst = e.node, str(data["dst"])
+            self.lanes.update((src, dst))
+            queue = self.pending.setdefault((src, dst), [])
+            if not any(item[1] is data["msg"] for item in queue):  # a held send is one send
+                queue.append((self._next(), data["msg"], e.time_ms))
+        elif kind in ("deliver", "drop") and _name(data["msg"]) not in hidden:
+            src = str(data["src"]) if kind == "deliver" else e.node
+            dst = e.node if kind == "deliver" else str(data["dst"])
+            self.lanes.update((src, dst))
+            sent = self._match(src, dst, data["msg"])
+            row = self._next()
+            outcome = "delivered" if kind == "deliver" else "lost"
+            self.flow.arrows.append(
+                Arrow(
+                    src,
+                    dst,
+                    row if sent is None else sent,
+                    row,
+                    message_label(data["msg"]),
+                    category(data["msg"]),
+                    outcome,
+                    str(data.get("reason", "")),
+                    e.time_ms,
+                )
+            )
+
+    def _next(self) -> int:
+        self.row += 1
+        return self.row
+
+    def _boundary(self, text: str) -> None:
+        self.flow.boundaries.append(Boundary(self._next(), text))
+        self.step_row = self.row
+
+    def _mark_row(self, node: str, kind: str) -> float:
+        """A restarted broker registers before the restart is recorded: put the mark above
+        the first message the new incarnation sent in this step."""
+        if kind != "restart":
+            return self._next()
+        sent = [
+            row
+            for (src, _), queue in self.pending.items()
+            if src == node
+            for row, _, _ in queue
+            if row > self.step_row
+        ]
+        sent += [a.sent for a in self.flow.arrows if a.src == node and a.sent > self.step_row]
+        return min(sent) - 0.5 if sent else self._next()
+
+    def _match(self, src: str, dst: str, msg: Any) -> int | None:
+        queue = self.pending.get((src, dst), [])
+        for i, (row, sent, _) in enumerate(queue):
+            if sent is msg or sent == msg:
+                del queue[i]
+                return row
+        return None
+
+    def finish(self) -> Flow:
+        end = self.row + 1
+        for (src, dst), queue in self.pending.items():
+            for row, msg, time_ms in queue:
+                self.flow.arrows.append(
+                    Arrow(
+                        src,
+                        dst,
+                        row,
+                        end,
+                        message_label(msg),
+                        category(msg),
+                        "in flight",
+                        time_ms=time_ms,
+                    )
+                )
+        self.flow.arrows.sort(key=lambda a: (a.sent, a.ended))
+        self.flow.lanes = sorted(self.lanes - set(_NOT_LANES), key=_lane_key)
+        self.flow.rows = end
+        return self.flow
+
+
+def _step_text(data: dict[str, Any]) -> str:
+    """A step as a learner would type it: "fetch 1", "crash 2 lose_unflushed"."""
+    args = dict(data.get("args") or {})
+    args.pop("partition", None)
+    words = [str(data.get("action", ""))]
+    for i, (key, value) in enumerate(args.items()):
+        if value in (None, False, "ok"):
+            continue
+        if key == "acks" and value == -1:
+            value = "all"
+        if isinstance(value, list):
+            value = ", ".join(map(str, value))
+        words.append(key if value is True else (str(value) if i == 0 else f"{key}={value}"))
+    return " ".join(words)
+
+
+def _clip(flow: Flow, max_rows: int) -> Flow:
+    if flow.rows <= max_rows:
+        return flow
+    start = flow.rows - max_rows
+    kept = [a for a in flow.arrows if a.sent >= start]
+    return Flow(
+        lanes=flow.lanes,
+        arrows=[_shift(a, start) for a in kept],
+        marks=[
+            Mark(m.node, m.row - start, m.kind, m.time_ms) for m in flow.marks if m.row >= start
+        ],
+        boundaries=[Boundary(b.row - start, b.text) for b in flow.boundaries if b.row >= start],
+        rows=max_rows,
+        omitted=len(flow.arrows) - len(kept),
+    )
+
+
+def _shift(a: Arrow, start: int) -> Arrow:
+    return Arrow(
+        a.src,
+        a.dst,
+        a.sent - start,
+        a.ended - start,
+        a.label,
+        a.category,
+        a.outcome,
+        a.reason,
+        a.time_ms,
+    )
+
+
+# ---- drawing --------------------------------------------------------------------------------
+
+
+def draw_messages(
+    source: Any,
+    *,
+    ax: Any = None,
+    steps: int | tuple[int, int] | None = None,
+    hide: Iterable[str] = (),
+    max_rows: int = 400,
+    title: str | None = None,
+    legend: bool = True,
+    step_labels: Mapping[int, str] | None = None,
+) -> Any:
+    """Draw the Lamport diagram of a trace (a Cluster, a Trace, or a :class:`Flow` already laid
+    out by :func:`message_flow`) and return the Axes.
+
+    ``steps`` picks one step or an inclusive range (0: start-up); ``hide`` leaves out message
+    types by name; at most ``max_rows`` rows (the latest) are drawn. ``legend=False`` leaves
+    the key out."""
+    flow = (
+        source
+        if isinstance(source, Flow)
+        else message_flow(
+            source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels
+        )
+    )
+    lanes = {name: i for i, name in enumerate(flow.lanes)}
+    with style():
+        if ax is None:
+            ax = new_axes(2.8 + 1.5 * max(len(lanes), 2), 1.6 + 0.26 * flow.rows)
+        ax.set_facecolor(PAPER)
+        _lanes(ax, flow, lanes)
+        for b in flow.boundaries:
+            ax.axhline(b.row, color=MUTED, linewidth=0.6, linestyle="--", zorder=0)
+            ax.text(-0.55, b.row, b.text, ha="right", va="center", fontsize=7.5, fontweight="bold")
+        for a in flow.arrows:
+            if a.src in lanes and a.dst in lanes:
+                _arrow(ax, a, lanes[a.src], lanes[a.dst])
+        for m in flow.marks:
+            _mark(ax, m, lanes[m.node])
+        _frame(ax, flow, title, legend)
+    return ax
+
+
+def _node_label(node: str) -> str:
+    if node.isdigit():
+        return f"broker {node}"
+    return {"zk": "ZooKeeper", "controller": "controller"}.get(node, node)
+
+
+def _down_spans(flow: Flow, node: str) -> list[tuple[int, int]]:
+    spans, start = [], None
+    for m in sorted((m for m in flow.marks if m.node == node), key=lambda m: m.row):
+        if m.kind in ("crash", "stopped", "pause") and start is None:
+            start = m.row
+        elif m.kind in ("restart", "resume") and start is not None:
+            spans.append((start, m.row))
+            start = None
+    if start is not None:
+        spans.append((start, flow.rows + 1))
+    return spans
+
+
+def _lanes(ax: Any, flow: Flow, lanes: dict[str, int]) -> None:
+    for node, x in lanes.items():
+        ax.plot([x, x], [0, flow.rows + 1], color=INK, linewidth=1.0, zorder=1)
+        for a, b in _down_spans(flow, node):
+            ax.plot([x, x], [a, b], color=PAPER, linewidth=3, zorder=2)
+            ax.plot([x, x], [a, b], color=MUTED, linewidth=1.0, linestyle=":", zorder=3)
+
+
+def _arrow(ax: Any, a: Arrow, x0: int, x1: int) -> None:
+    color, ls, _ = CATEGORIES[a.category]
+    if a.outcome == "lost":
+        xm = x0 + (x1 - x0) * 0.55
+        ax.plot(
+            [x0, xm], [a.sent, a.ended], color=LOST_COLOR, linewidth=1.4, linestyle="--", zorder=4
+        )
+        ax.plot(
+            [xm], [a.ended], marker="X", markersize=9, color=LOST_COLOR, zorder=5, linestyle="none"
+        )
+        label, tx, ty = f"{a.label} — LOST ({a.reason or 'lost'})", (x0 + xm) / 2, a.ended
+    else:
+        ax.annotate(
+            "",
+            xy=(x1, a.ended),
+            xytext=(x0, a.sent),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": color,
+                "linewidth": 1.3,
+                "linestyle": ls,
+                "shrinkA": 0,
+                "shrinkB": 0,
+            },
+            zorder=4,
+        )
+        label = a.label + (" (in flight)" if a.outcome == "in flight" else "")
+        tx, ty = x0 + (x1 - x0) * 0.5, a.sent + (a.ended - a.sent) * 0.5
+    ax.text(
+        tx,
+        ty - 0.12,
+        label,
+        ha="center",
+        va="bottom",
+        fontsize=6.5,
+        zorder=6,
+        color=INK,
+        bbox={"boxstyle": "round,pad=0.1", "facecolor": PAPER, "edgecolor": "none", "alpha": 0.8},
+    )
+
+
+_MARK_STYLE = {
+    "crash": ("X", LOST_COLOR, "crash"),
+    "stopped": ("s", MUTED, "clean stop"),
+    "restart": ("^", OKABE_ITO["bluish_green"], "restart"),
+    "pause": ("P", OKABE_ITO["orange"], "pause"),
+    "resume": ("o", OKABE_ITO["bluish_green"], "resume"),
+}
+
+
+def _mark(ax: Any, m: Mark, x: int) -> None:
+    marker, color, text = _MARK_STYLE[m.kind]
+    ax.plot(
+        [x],
+        [m.row],
+        marker=marker,
+        markersize=11,
+        color=color,
+        markeredgecolor=INK,
+        linestyle="none",
+        zorder=7,
+    )
+    ax.text(x + 0.1, m.row, text, ha="left", va="center", fontsize=7.5, fontweight="bold", zorder=7)
+
+
+def _frame(ax: Any, flow: Flow, title: str | None, legend: bool) -> None:
+    from matplotlib.lines import Line2D
+
+    n = max(len(flow.lanes), 1)
+    ax.set_xlim(-0.5 - 0.35 * n - 1.2, n - 0.4)
+    ax.set_ylim(flow.rows + 1, 0)
+    ax.set_xticks(range(len(flow.lanes)), [_node_label(n) for n in flow.lanes])
+    ax.xaxis.tick_top()
+    ax.tick_params(axis="x", length=0)
+    ax.set_yticks([])
+    for side in ax.spines.values():
+        side.set_visible(False)
+    extra = f" ({flow.omitted} earlier messages not shown)" if flow.omitted else ""
+    ax.set_title((title or "Messages (time runs downwards)") + extra, loc="left", pad=14)
+    if not legend:
+        return
+    used = sorted({a.category for a in flow.arrows if a.outcome != "lost"})
+    handles = [
+        Line2D([], [], color=CATEGORIES[c][0], linestyle=CATEGORIES[c][1], label=CATEGORIES[c][2])
+        for c in used
+    ]
+    if any(a.outcome == "lost" for a in flow.arrows):
+        handles.append(
+            Line2D([], [], color=LOST_COLOR, linestyle="--", marker="X", label="lost message")
+        )
+    for kind in sorted({m.kind for m in flow.marks}):
+        marker, color, text = _MARK_STYLE[kind]
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker=marker,
+                color=color,
+                markeredgecolor=INK,
+                linestyle="none",
+                label=text,
+            )
+        )
+    if handles:
+        legend_below(ax, handles)
+
+
+def describe_messages(
+    source: Any,
+    *,
+    steps: int | tuple[int, int] | None = None,
+    hide: Iterable[str] = (),
+    max_rows: int = 400,
+    step_labels: Mapping[int, str] | None = None,
+) -> str:
+    """The Lamport diagram as a table: one line per message and per crash or restart, in the
+    order they happened, with the step each belongs to."""
+    flow = (
+        source
+        if isinstance(source, Flow)
+        else message_flow(
+            source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels
+        )
+    )
+    items: list[tuple[int, str]] = [(b.row, f"== {b.text}") for b in flow.boundaries]
+    for a in flow.arrows:
+        outcome = f"LOST ({a.reason})" if a.outcome == "lost" else a.outcome
+        items.append(
+            (a.sent, f"{_node_label(a.src)} -> {_node_label(a.dst)} | {a.label} | {outcome}")
+        )
+    for m in flow.marks:
+        items.append((m.row, f"{_node_label(m.node)}: {_MARK_STYLE[m.kind][2]}"))
+    lines = ["from -> to | message | outcome"]
+    if flow.omitted:
+        lines.append(f"({flow.omitted} earlier messages not shown)")
+    lines += [text for _, text in sorted(items, key=lambda item: item[0])]
+    return "\n".join(lines)

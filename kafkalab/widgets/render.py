@@ -1,0 +1,225 @@
+"""Turn an explorer's state into pictures (SVG bytes) and text, without any widget library.
+
+The widgets show what these functions return; tests and benchmarks call them directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from kafkalab.viz import (
+    describe_logs,
+    describe_messages,
+    draw_isr,
+    draw_logs,
+    draw_messages,
+    message_flow,
+    render,
+)
+from kafkalab.viz._style import INK, OKABE_ITO, style
+from kafkalab.widgets.explorer import ExplorerModel, describe_step
+from kafkalab.widgets.isr_lag import IsrLagResult
+from kafkalab.widgets.tradeoff import TradeoffResult
+
+__all__ = [
+    "Canvas",
+    "ExplorerPictures",
+    "ExplorerRenderer",
+    "describe_tradeoffs",
+    "render_explorer",
+    "render_figure",
+    "render_isr_lag",
+    "render_tradeoffs",
+]
+
+WIDTH_IN = 8.0
+MAX_MESSAGE_ROWS = 60  # a step with more messages shows its latest ones (and says so)
+
+
+@dataclass(frozen=True)
+class ExplorerPictures:
+    """What the cluster explorer shows for one position of its timeline."""
+
+    status: str
+    logs_svg: bytes
+    messages_svg: bytes
+    alerts: list[str]
+    logs_text: str
+    messages_text: str
+
+
+class Canvas:
+    """One figure and Axes kept for one kind of picture and redrawn in place: clearing what
+    the last drawing added costs half as much as building a new Axes, which is what keeps a
+    click under 100 ms. ``margins_in`` are (left, right, top, bottom) in inches: a fixed
+    layout costs a fraction of matplotlib's automatic one."""
+
+    def __init__(self, margins_in: tuple[float, float, float, float]) -> None:
+        self.margins_in = margins_in
+        self.figure = Figure(figsize=(WIDTH_IN, 3.0), layout=None)
+        self.ax = self.figure.add_axes((0.1, 0.1, 0.8, 0.8))
+
+    def draw(self, draw: Any, width_in: float, height_in: float) -> bytes:
+        """Call ``draw(ax)`` on a clean Axes of the given size and return the SVG bytes."""
+        ax = self.ax
+        for artist in [*ax.patches, *ax.texts, *ax.lines, *ax.collections]:
+            artist.remove()
+        left, right, top, bottom = self.margins_in
+        self.figure.set_size_inches(width_in, height_in)
+        ax.set_position(
+            (
+                left / width_in,
+                bottom / height_in,
+                1 - (left + right) / width_in,
+                1 - (top + bottom) / height_in,
+            )
+        )
+        draw(ax)
+        return render(self.figure, "svg")
+
+
+def render_figure(
+    draw: Any,
+    width_in: float,
+    height_in: float,
+    *,
+    margins_in: tuple[float, float, float, float] = (0.1, 0.1, 0.6, 0.2),
+) -> bytes:
+    """Call ``draw(ax)`` on a fresh figure (no pyplot: nothing accumulates in a notebook) and
+    return the picture as SVG bytes."""
+    return Canvas(margins_in).draw(draw, width_in, height_in)
+
+
+class ExplorerRenderer:
+    """Draws what the cluster explorer shows, reusing its two canvases from click to click."""
+
+    def __init__(self) -> None:
+        self.logs = Canvas((1.5, 0.15, 0.85, 0.1))
+        self.messages = Canvas((0.05, 0.15, 0.6, 0.05))
+
+    def __call__(self, model: ExplorerModel) -> ExplorerPictures:
+        snapshot, previous = model.snapshot(), model.previous_snapshot()
+        events = model.step_events()
+        labels = _step_labels(model, events)
+        logs_svg = self.logs.draw(
+            lambda ax: draw_logs(snapshot, previous=previous, ax=ax, legend=False),
+            WIDTH_IN,
+            1.0 + 0.85 * len(snapshot),
+        )
+        flow = message_flow(events, max_rows=MAX_MESSAGE_ROWS, step_labels=labels)
+        title = f"Messages of {_short(model)}"
+        messages_svg = self.messages.draw(
+            lambda ax: draw_messages(flow, ax=ax, legend=False, title=title),
+            WIDTH_IN,
+            min(9.0, 1.0 + 0.2 * max(flow.rows, 4)),
+        )
+        return ExplorerPictures(
+            status=model.last.message or model.step_text(),
+            logs_svg=logs_svg,
+            messages_svg=messages_svg,
+            alerts=model.alerts(),
+            logs_text=describe_logs(snapshot, previous=previous),
+            messages_text=describe_messages(flow),
+        )
+
+
+def render_explorer(model: ExplorerModel) -> ExplorerPictures:
+    """The log drawing (with ghosts of what the latest step removed), the message diagram of
+    the latest step, the invariant alerts and the text forms of both pictures."""
+    return ExplorerRenderer()(model)
+
+
+def _step_labels(model: ExplorerModel, events: list[Any]) -> dict[int, str]:
+    """The explorer numbers its own steps (check steps included): name the step's trace
+    events after the explorer's step."""
+    if model.position == 0:
+        return {}
+    step = model.steps[model.position - 1]
+    text = f"step {model.position}: {describe_step(step)}"
+    return {e.data["index"]: text for e in events if e.kind == "step" and "index" in e.data}
+
+
+def _short(model: ExplorerModel) -> str:
+    if model.position == 0:
+        return "the start-up"
+    return f"step {model.position}"
+
+
+# ---- the trade-off and ISR lag explorers --------------------------------------------------
+
+
+def render_tradeoffs(results: list[TradeoffResult]) -> bytes:
+    """Three panels comparing settings: acknowledged-loss rate, unavailability and produce
+    latency percentiles (each bar labelled with its value)."""
+    fig = Figure(figsize=(WIDTH_IN + 1, 3.0), layout=None)
+    axes = fig.subplots(1, 3, gridspec_kw={"wspace": 0.45})
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=0.24)
+    with style():
+        labels = [r.settings.label.replace(" ", "\n", 2) for r in results]
+        panels = (
+            ("acknowledged records lost", [100 * r.acked_loss_rate for r in results], "%"),
+            ("produce requests not acknowledged", [100 * r.unavailability for r in results], "%"),
+        )
+        for ax, (title, values, unit) in zip(axes[:2], panels, strict=True):
+            _bars(ax, labels, values, unit, title)
+        _latency_bars(axes[2], labels, results)
+    return render(fig, "svg")
+
+
+def _bars(ax: Any, labels: list[str], values: list[float], unit: str, title: str) -> None:
+    x = range(len(values))
+    ax.bar(x, values, color=OKABE_ITO["blue"], edgecolor=INK, hatch="//")
+    for i, v in zip(x, values, strict=True):
+        ax.text(i, v, f"{v:.2f}{unit}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(x), labels, rotation=0, fontsize=6.5)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_ylim(0, max([*values, 1.0]) * 1.25)
+
+
+def _latency_bars(ax: Any, labels: list[str], results: list[TradeoffResult]) -> None:
+    width = 0.26
+    for j, (q, color, hatch) in enumerate(
+        (
+            ("p50", OKABE_ITO["sky_blue"], ""),
+            ("p95", OKABE_ITO["orange"], "//"),
+            ("p99", OKABE_ITO["vermillion"], "xx"),
+        )
+    ):
+        values = [r.latency_ms[q] for r in results]
+        xs = [i + (j - 1) * width for i in range(len(results))]
+        shown = [0.0 if math.isnan(v) else v for v in values]
+        ax.bar(xs, shown, width, color=color, hatch=hatch, edgecolor=INK, label=q)
+        for x, v in zip(xs, values, strict=True):
+            text = "n/a" if math.isnan(v) else f"{v:.0f}"
+            ax.text(x, 0 if math.isnan(v) else v, text, ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(results)), labels, fontsize=6.5)
+    ax.set_title("produce latency (simulated ms)", fontsize=9, loc="left")
+    top = max([v for r in results for v in r.latency_ms.values() if not math.isnan(v)] or [1])
+    ax.set_ylim(0, top * 1.35)
+    ax.legend(fontsize=7, frameon=False, loc="upper right", ncols=3)
+
+
+def describe_tradeoffs(results: list[TradeoffResult]) -> str:
+    """The comparison as a table, one line per setting."""
+    lines = ["setting | produced | acknowledged | lost | loss rate | unavailable | p50/p95/p99 ms"]
+    for r in results:
+        lat = "/".join("n/a" if math.isnan(v) else f"{v:.0f}" for v in r.latency_ms.values())
+        lines.append(
+            f"{r.settings.label} | {r.produced} | {r.acked} | {r.lost_acked} | "
+            f"{r.acked_loss_rate:.2%} | {r.unavailability:.2%} | {lat}"
+        )
+    return "\n".join(lines)
+
+
+def render_isr_lag(result: IsrLagResult) -> bytes:
+    """ISR membership and partition health over the run."""
+    return render_figure(
+        lambda ax: draw_isr(result.cluster, ax=ax, x="time"),
+        WIDTH_IN,
+        3.6,
+        margins_in=(2.7, 0.35, 0.35, 0.5),
+    )

@@ -1,0 +1,292 @@
+"""The drawings: each shows what a learner needs, reads the same every time, and has a text twin.
+
+They are checked through the artists they create (texts, patches, lines) and through their
+``describe_*`` text forms, never by comparing pixels.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from kafkalab import Cluster, KafkalabError, scenarios  # noqa: E402
+from kafkalab.protocol.txn_states import TXN_STATES, TXN_TRANSITIONS  # noqa: E402
+from kafkalab.viz import (  # noqa: E402
+    OKABE_ITO,
+    describe_epoch_cache,
+    describe_logs,
+    describe_messages,
+    describe_series,
+    describe_txn_states,
+    draw_epoch_cache,
+    draw_isr,
+    draw_logs,
+    draw_messages,
+    draw_offsets,
+    draw_truncation,
+    draw_txn_states,
+    message_flow,
+    removed_records,
+    render,
+    replication_series,
+)
+from kafkalab.viz._style import EPOCH_COLORS, epoch_color, epoch_hatch  # noqa: E402
+
+
+def _axes():
+    return Figure(figsize=(8, 5)).add_subplot()
+
+
+def _texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def _svg(ax) -> bytes:
+    return render(ax, "svg")
+
+
+def _kip101_snapshots() -> tuple[Cluster, list[dict]]:
+    """kip101-loss replayed step by step, with a snapshot of the replicas after each step."""
+    s = scenarios.get("kip101-loss")
+    c = s.cluster()
+    snaps = [c.replicas_view()]
+    for step in s.steps:
+        scenarios.apply_step(c, step)
+        snaps.append(c.replicas_view())
+    return c, snaps
+
+
+KIP101 = _kip101_snapshots()
+
+
+# ---- replica logs ---------------------------------------------------------------------------
+
+
+def test_log_drawing_labels_every_record_and_marker() -> None:
+    cluster, _ = KIP101
+    ax = draw_logs(cluster, ax=_axes())
+    texts = _texts(ax)
+    assert texts.count("m1") == 2  # both replicas end with m1 only
+    assert "m2" not in texts
+    assert {"HW 1", "LEO 1"} <= set(texts)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["broker 1\nleader, epoch 1\nin ISR", "broker 2\nfollower"]
+
+
+def test_a_truncation_leaves_a_ghost_of_the_removed_record() -> None:
+    _, snaps = KIP101
+    before, after = snaps[9], snaps[10]  # step 10: A restarts and truncates to its HW
+    assert removed_records(before, after) == {1: [(1, "m2", 0)]}
+    ax = draw_logs(after, previous=before, ax=_axes())
+    assert "removed" in _texts(ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "removed since the previous step" in legend
+    stacked = draw_truncation(before, after, ax=_axes())
+    labels = [t.get_text() for t in stacked.get_yticklabels()]
+    assert labels[0].startswith("before: broker 1") and labels[2].startswith("after: broker 1")
+    assert "broker 1 lost 1:m2 since the previous step" in describe_logs(after, previous=before)
+
+
+def test_records_are_coloured_and_hatched_by_leader_epoch() -> None:
+    s = scenarios.get("kip101-divergence")
+    c, _ = scenarios.replay(s, {"leader_epochs": True}, checks=False)
+    ax = draw_logs(c, ax=_axes())
+    cells = [p for p in ax.patches if p.get_width() > 0.5]
+    fills = {(matplotlib.colors.to_hex(p.get_facecolor()), p.get_hatch() or "") for p in cells}
+    assert (epoch_color(0).lower(), epoch_hatch(0)) in fills
+    assert (epoch_color(1).lower(), epoch_hatch(1)) in fills
+    assert "e0" in _texts(ax) and "e1" in _texts(ax)
+
+
+def test_epoch_cues_never_rely_on_colour_alone() -> None:
+    assert set(EPOCH_COLORS) <= set(OKABE_ITO.values())
+    cues = {(epoch_color(e), epoch_hatch(e)) for e in range(8)}
+    assert len(cues) == 8
+    assert len({epoch_hatch(e) for e in range(8)}) == 8
+
+
+def test_long_logs_are_drawn_as_one_bar_per_epoch() -> None:
+    c = Cluster(brokers=2, leader=1)
+    c.produce("burst", count=500, acks=1)
+    ax = draw_logs(c, ax=_axes())
+    assert "e0: offsets 0–499" in _texts(ax)
+    assert len(ax.patches) == 1  # the follower's log is empty
+
+
+def test_pictures_are_deterministic_and_leave_rcparams_alone() -> None:
+    cluster, _ = KIP101
+    before = dict(matplotlib.rcParams)
+    first = _svg(draw_logs(cluster, ax=_axes()))
+    second = _svg(draw_logs(cluster, ax=_axes()))
+    assert first == second
+    assert _svg(draw_messages(cluster, ax=_axes(), steps=13)) == _svg(
+        draw_messages(cluster, ax=_axes(), steps=13)
+    )
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_pictures_sit_on_a_white_card_with_dark_text() -> None:
+    with matplotlib.rc_context({"text.color": "white", "axes.facecolor": "black"}):
+        ax = draw_logs(KIP101[0], ax=_axes())
+    assert matplotlib.colors.to_hex(ax.get_facecolor()) == "#ffffff"
+    assert all(matplotlib.colors.to_hex(t.get_color()) != "#ffffff" for t in ax.texts)
+
+
+def test_bad_sources_get_a_clear_error() -> None:
+    with pytest.raises(KafkalabError, match="give a Cluster"):
+        draw_logs("kip101-loss")
+    with pytest.raises(KafkalabError, match="cannot read a trace"):
+        draw_messages(42)
+
+
+# ---- messages -------------------------------------------------------------------------------
+
+
+def test_every_delivery_is_matched_to_its_send() -> None:
+    cluster, _ = KIP101
+    flow = message_flow(cluster)
+    delivered = [a for a in flow.arrows if a.outcome == "delivered"]
+    assert len(delivered) == len(cluster.trace.of_kind("deliver"))
+    assert all(a.sent < a.ended for a in delivered)
+    assert flow.lanes == ["producer", "1", "2", "controller", "zk"]
+
+
+def test_crashes_and_restarts_are_marked_on_their_lanes() -> None:
+    flow = message_flow(KIP101[0])
+    assert [(m.node, m.kind) for m in flow.marks] == [
+        ("1", "crash"),
+        ("1", "restart"),
+        ("2", "crash"),
+        ("2", "restart"),
+    ]
+    text = describe_messages(KIP101[0], steps=13)
+    assert "broker 2 -> broker 1 | Fetch @2 | delivered" in text
+    assert "OFFSET_OUT_OF_RANGE" in text
+
+
+def test_lost_messages_end_in_a_cross() -> None:
+    c = Cluster(brokers=2, leader=1)
+    c.produce("m1", acks=1)
+    c.fetch(2, response="lost")
+    c.disconnect(1, 2)
+    c.produce("m2", acks=1)
+    flow = message_flow(c, steps=(2, 4))
+    lost = [a for a in flow.arrows if a.outcome == "lost"]
+    assert [(a.label.split()[0], a.reason) for a in lost] == [("Fetch", "lost")]
+    ax = draw_messages(c, ax=_axes(), steps=(2, 4))
+    assert any("LOST (lost)" in t for t in _texts(ax))
+    assert any(ln.get_marker() == "X" for ln in ax.lines)
+    assert "| LOST (lost)" in describe_messages(c, steps=(2, 4))
+
+
+def test_cut_links_drop_what_is_sent_across_them() -> None:
+    s = scenarios.get("np-leader-isolated")
+    c, _ = scenarios.replay(s)
+    flow = message_flow(c)
+    reasons = {a.reason for a in flow.arrows if a.outcome == "lost"}
+    assert "link_cut" in reasons
+    assert any(b.text.startswith("link") and "cut" in b.text for b in flow.boundaries)
+
+
+def test_message_windows_and_hidden_types() -> None:
+    cluster, _ = KIP101
+    whole = message_flow(cluster)
+    one = message_flow(cluster, steps=13)
+    assert [b.text for b in one.boundaries] == ["step 13: fetch 2"]
+    quiet = message_flow(cluster, hide=["UpdateMetadata"])
+    assert not any(a.label == "UpdateMetadata" for a in quiet.arrows)
+    assert len(quiet.arrows) < len(whole.arrows)
+    clipped = message_flow(cluster, max_rows=20)
+    assert clipped.rows == 20 and clipped.omitted > 0
+
+
+# ---- time series ----------------------------------------------------------------------------
+
+
+def test_series_follow_hw_leo_and_isr_through_kip101() -> None:
+    kind, samples = replication_series(KIP101[0])
+    assert kind == "step"
+    by_step = {s.x: s for s in samples}
+    assert by_step[5].hw == {1: 1, 2: 2} and by_step[5].leo == {1: 2, 2: 2}
+    assert 1 not in by_step[8].leo  # broker 1 is down after its crash
+    assert by_step[9].leo[1] == 1  # and truncated to its HW after the restart
+    assert by_step[11].isr == (1,) and by_step[11].leader == 1
+    assert by_step[11].under_replicated == 1
+    assert by_step[13].leo == {1: 1, 2: 1}
+    table = describe_series(KIP101[0])
+    assert table.splitlines()[0] == "step | leader | ISR | b1 HW/LEO | b2 HW/LEO | URP | offline"
+    assert "13 | 1 | [1] | 1/1 | 1/1 | 1 | 0" in table
+
+
+def test_series_of_a_timed_run_use_simulated_time() -> None:
+    from kafkalab.sim.timed import simulate
+
+    _, cluster = simulate(seed=3, duration_ms=4000, settle_ms=1000, faults=[], keep_cluster=True)
+    kind, samples = replication_series(cluster)
+    assert kind == "time"
+    last = samples[-1]
+    assert last.x == last.time_ms == cluster.trace[-1].time_ms
+    assert len({*last.hw.values(), *last.leo.values()}) == 1 and last.hw[1] > 100
+    ax = draw_offsets(cluster, ax=_axes())
+    assert ax.get_xlabel() == "simulated time (ms)"
+
+
+def test_isr_drawing_shows_membership_and_health() -> None:
+    ax = draw_isr(KIP101[0], ax=_axes())
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [
+        "broker 1 in ISR",
+        "broker 2 in ISR",
+        "ISR size (0–2)",
+        "under-replicated partitions (0–2)",
+        "offline partitions (0–2)",
+    ]
+    hatched = [p for c in ax.collections for p in [c] if c.get_hatch()]
+    assert hatched, "the leader's ISR bar is hatched"
+    ax = draw_offsets(KIP101[0], ax=_axes())
+    assert "broker 1 HW" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+# ---- epoch cache, transactions ---------------------------------------------------------------
+
+
+def test_epoch_cache_drawing_and_text() -> None:
+    s = scenarios.get("kip101-divergence")
+    c, _ = scenarios.replay(s, {"leader_epochs": True}, checks=False)
+    ax = draw_epoch_cache(c, ax=_axes())
+    assert "epoch 1 from 1" in _texts(ax)
+    assert "epoch 0 starts at 0 (ends at 1); epoch 1 starts at 1 (ends at 2)" in (
+        describe_epoch_cache(c)
+    )
+
+
+def test_txn_state_machine_is_drawn_from_its_table() -> None:
+    ax = draw_txn_states(ax=_axes(), highlight="Ongoing")
+    texts = _texts(ax)
+    for state in TXN_STATES:
+        assert state in texts or f"{state}\n(current)" in texts
+    drawn = "\n".join(texts)
+    for t in TXN_TRANSITIONS:
+        assert t.trigger in drawn
+    table = describe_txn_states().splitlines()
+    assert len(table) == len(TXN_TRANSITIONS) + 1
+    assert "Ongoing | EndTxn(commit) | PrepareCommit" in table
+    with pytest.raises(ValueError, match="not a state"):
+        draw_txn_states(highlight="Committed")
+
+
+def test_the_core_never_imports_the_views() -> None:
+    code = (
+        "import sys, kafkalab, kafkalab.scenarios, kafkalab.sim.timed, kafkalab.cli\n"
+        "heavy = [m for m in ('matplotlib', 'ipywidgets', 'kafkalab.viz', 'kafkalab.widgets')"
+        " if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
