@@ -18,6 +18,7 @@ import yaml
 
 from kafkalab.config import make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
+from kafkalab.protocol.rules import Rules
 from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
 
 __all__ = [
@@ -148,8 +149,11 @@ class Scenario:
     partitions: int = 1
     racks: dict[int, str] = field(default_factory=dict)
 
-    def cluster(self, overrides: Mapping[str, Any] | None = None) -> Cluster:
-        """A fresh cluster in this scenario's initial state (no step applied)."""
+    def cluster(
+        self, overrides: Mapping[str, Any] | None = None, *, rules: Rules | None = None
+    ) -> Cluster:
+        """A fresh cluster in this scenario's initial state (no step applied); ``rules``
+        replaces some of Kafka's rules (:class:`kafkalab.Rules`)."""
         settings = {**self.config, **(overrides or {})}
         several = self.partitions > 1
         return Cluster(
@@ -160,6 +164,7 @@ class Scenario:
             partitions=self.partitions,
             racks=self.racks or None,
             seed=self.seed,
+            rules=rules,
         )
 
 
@@ -472,12 +477,16 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
 
 
 def replay(
-    scenario: Scenario, overrides: Mapping[str, Any] | None = None, *, checks: bool = True
+    scenario: Scenario,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    checks: bool = True,
+    rules: Rules | None = None,
 ) -> tuple[Cluster, list[str]]:
     """Run every step; returns the cluster and the mismatches of its check steps (``check``
     steps describe the scenario as written, so a variant runs them with ``checks=False``)."""
     try:
-        cluster = scenario.cluster(overrides)
+        cluster = scenario.cluster(overrides, rules=rules)
     except ConfigError as err:
         raise ScenarioError(f"{scenario.name}: config: {err}") from None
     mismatches: list[str] = []
@@ -512,14 +521,19 @@ def find_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> Variant | 
 
 
 def run(
-    scenario: Scenario, overrides: Mapping[str, Any] | None = None, variant: Variant | None = None
+    scenario: Scenario,
+    overrides: Mapping[str, Any] | None = None,
+    variant: Variant | None = None,
+    *,
+    rules: Rules | None = None,
 ) -> ScenarioResult:
-    """Replay a scenario (or one of its variants) and check its expectations."""
+    """Replay a scenario (or one of its variants) and check its expectations; ``rules``
+    replaces some of Kafka's rules (:class:`kafkalab.Rules`)."""
     if variant is None and overrides:
         variant = find_variant(scenario, overrides)
     settings = dict(variant.settings) if variant is not None else {}
     settings.update(_normalize_overrides(overrides or {}))
-    cluster, mismatches = replay(scenario, settings, checks=variant is None)
+    cluster, mismatches = replay(scenario, settings, checks=variant is None, rules=rules)
     expect = variant.expect if variant is not None else scenario.expect
     mismatches += check_expect(cluster, expect)
     return ScenarioResult(scenario, variant, cluster, mismatches)
