@@ -1,0 +1,260 @@
+"""Checks the exercises' tests call: each one passes quietly or raises :class:`Feedback` with an
+explanation of *why* an answer is wrong (the step of a scenario where a rule goes astray, what a
+scenario file did compared with what was asked), never just "wrong".
+
+Every call into a learner's code runs under :func:`time_limit`, so an endless loop becomes a
+failed check instead of a hung notebook.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalab.errors import KafkalabError
+from kafkalab.protocol.rules import DEFAULT_RULES, Rules
+from kafkalab.sim.cluster import Cluster
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "Case",
+    "Feedback",
+    "check_answer",
+    "check_function",
+    "check_rule_in_scenario",
+    "time_limit",
+]
+
+DEFAULT_TIME_LIMIT_S = 10.0
+ELLIPSIS_HINT = "replace the ... with your answer"
+
+
+class Feedback(AssertionError):
+    """A check failed; the message explains what went wrong and why."""
+
+
+@contextmanager
+def time_limit(seconds: float, what: str = "your code") -> Iterator[None]:
+    """Stop the block with :class:`Feedback` once ``seconds`` of wall time have passed (an
+    endless loop). Only the main thread can be interrupted; elsewhere the block runs unbounded."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise Feedback(
+            f"{what} did not finish within {seconds:g} s: look for a loop that never ends"
+        )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _call(fn: Callable[..., Any], args: Sequence[Any], name: str, seconds: float) -> Any:
+    """Call a learner's function; its exceptions and endless loops become :class:`Feedback`."""
+    if not callable(fn):
+        raise Feedback(f"{name} is {fn!r}, not a function: run the cell that defines it")
+    shown = _show_call(name, args)
+    with time_limit(seconds, shown):
+        try:
+            return fn(*args)
+        except Feedback:
+            raise
+        except Exception as err:  # a learner's bug: report it, do not crash the grader
+            raise Feedback(f"{shown} raised {type(err).__name__}: {err}") from None
+
+
+def _show_call(name: str, args: Sequence[Any]) -> str:
+    return f"{name}({', '.join(_show(a) for a in args)})"
+
+
+def _show(value: Any) -> str:
+    """A value as a learner would type it, with sets and maps sorted (stable across runs)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(_show(v) for v in sorted(value, key=repr)) + "}"
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
+        return "{" + ", ".join(f"{_show(k)}: {_show(v)}" for k, v in items) + "}"
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of a learner's function, what Kafka's rule returns, and why."""
+
+    args: tuple[Any, ...]
+    expected: Any
+    why: str
+
+
+def check_function(
+    fn: Callable[..., Any],
+    name: str,
+    cases: Sequence[Case],
+    *,
+    seconds: float = DEFAULT_TIME_LIMIT_S,
+) -> None:
+    """Call ``fn`` on every case; the first wrong answer raises :class:`Feedback` naming the
+    call, the answer, Kafka's answer and the reason."""
+    for case in cases:
+        got = _call(fn, case.args, name, seconds)
+        if got is None or got is Ellipsis:
+            raise Feedback(f"{_show_call(name, case.args)} returned {got!r}: {ELLIPSIS_HINT}")
+        if got != case.expected:
+            raise Feedback(
+                f"{_show_call(name, case.args)} returned {_show(got)}, Kafka's rule gives "
+                f"{_show(case.expected)}: {case.why}"
+            )
+
+
+def check_answer(answer: Any, expected: Any, *, question: str, why: str) -> None:
+    """A prediction: ``answer`` must equal ``expected``; otherwise explain with ``why``
+    (which should teach the rule, not give the value away)."""
+    if answer is Ellipsis or answer is None:
+        raise Feedback(f"{question}: {ELLIPSIS_HINT}")
+    if _normalise(answer) != _normalise(expected):
+        raise Feedback(f"{question}: {_show(answer)} is not what happens. {why}")
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sorted(_normalise(v) for v in value)
+    if isinstance(value, Mapping):
+        return {int(k) if str(k).isdigit() else k: _normalise(v) for k, v in value.items()}
+    return value
+
+
+# ---- a rule inside a scenario ------------------------------------------------------------------
+
+
+class _Recorder:
+    """Wraps a learner's rule and remembers each call, so feedback can show the first call
+    whose answer differs from Kafka's."""
+
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+        self.name, self.fn = name, fn
+        self.calls: list[tuple[tuple[Any, ...], Any]] = []
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            result = self.fn(*args)
+        except Feedback:
+            raise
+        except Exception as err:
+            raise Feedback(
+                f"{_show_call(self.name, args)} raised {type(err).__name__}: {err}"
+            ) from None
+        if result is None or result is Ellipsis:
+            raise Feedback(f"{_show_call(self.name, args)} returned {result!r}: {ELLIPSIS_HINT}")
+        self.calls.append((args, result))
+        return result
+
+
+def _snapshot(cluster: Cluster) -> dict[str, Any]:
+    """What a learner can see of a cluster between steps."""
+    views = cluster.replicas_view()
+    report = cluster.report()
+    return {
+        "leader": cluster.leader,
+        "leader epoch": cluster.leader_epoch,
+        "ISR": sorted(cluster.isr),
+        **{f"broker {b} log": v.values for b, v in views.items()},
+        **{f"broker {b} LEO": v.leo for b, v in views.items()},
+        **{f"broker {b} HW": v.hw for b, v in views.items()},
+        **{f"broker {b} epoch cache": [list(e) for e in v.epoch_cache] for b, v in views.items()},
+        "acknowledged": report.acked,
+        "acknowledged but lost": report.lost_acked,
+    }
+
+
+def check_rule_in_scenario(
+    name: str,
+    fn: Callable[..., Any],
+    scenario: str,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    seconds: float = DEFAULT_TIME_LIMIT_S,
+) -> None:
+    """Replay the catalog ``scenario`` twice, with Kafka's rule and with ``fn`` in its place
+    (``name`` is a field of :class:`kafkalab.Rules`), and compare what every replica holds after
+    each step. The first difference raises :class:`Feedback` showing the step, the replicas that
+    differ, and the call of ``fn`` that answered differently from Kafka's rule."""
+    from kafkalab import scenarios
+
+    if not callable(fn):
+        raise Feedback(f"{name} is {fn!r}, not a function: run the cell that defines it")
+    s = scenarios.get(scenario)
+    recorder = _Recorder(name, fn)
+    try:
+        kafka = s.cluster(settings)
+        mine = s.cluster(settings, rules=Rules(**{name: recorder}))
+    except KafkalabError as err:
+        raise Feedback(f"{scenario}: {err}") from None
+    replay = _replay_hint(scenario, name, settings)
+    with time_limit(seconds, f"your {name} in {scenario}"):
+        for step in (st for st in s.steps if st.kind != "check"):
+            before = len(recorder.calls)
+            scenarios.apply_step(kafka, step)
+            try:
+                scenarios.apply_step(mine, step)
+            except Feedback as err:
+                raise Feedback(f"{_where(scenario, step)}: {err}\n{replay}") from None
+            want, got = _snapshot(kafka), _snapshot(mine)
+            if want != got:
+                calls = recorder.calls[before:]
+                raise Feedback(_explain(scenario, step, want, got, name, calls) + "\n" + replay)
+
+
+def _where(scenario: str, step: Any) -> str:
+    note = f' ("{step.note}")' if step.note else ""
+    return f"{scenario}, step {step.index} ({step.kind} {_show_args(step.args)}){note}"
+
+
+def _show_args(args: Mapping[str, Any]) -> str:
+    if len(args) == 1:
+        return _show(next(iter(args.values())))
+    return _show(dict(args))
+
+
+def _explain(
+    scenario: str,
+    step: Any,
+    want: Mapping[str, Any],
+    got: Mapping[str, Any],
+    name: str,
+    calls: Sequence[tuple[tuple[Any, ...], Any]],
+) -> str:
+    lines = [f"Your {name} and Kafka's part ways at {_where(scenario, step)}."]
+    width = max(len(k) for k in want)
+    lines.append(f"  {'':<{width}}  {'with Kafka rule':<22} with yours")
+    for key in want:
+        if want[key] != got[key]:
+            lines.append(f"  {key:<{width}}  {_show(want[key]):<22} {_show(got[key])}")
+    reference = getattr(DEFAULT_RULES, name)
+    for args, result in calls:
+        expected = reference(*args)
+        if result != expected:
+            lines.append(
+                f"In this step {_show_call(name, args)} returned {_show(result)}; Kafka's rule "
+                f"returns {_show(expected)}."
+            )
+            break
+    return "\n".join(lines)
+
+
+def _replay_hint(scenario: str, name: str, settings: Mapping[str, Any] | None) -> str:
+    overrides = f"{dict(settings)!r}, " if settings else ""
+    return (
+        f"Replay it: scenarios.run(scenarios.get({scenario!r}), {overrides}"
+        f"rules=Rules({name}={name}))"
+    )
