@@ -195,13 +195,15 @@ def check_rule_in_scenario(
         raise Feedback(f"{name} is {fn!r}, not a function: run the cell that defines it")
     s = scenarios.get(scenario)
     recorder = _Recorder(name, fn)
-    try:
-        kafka = s.cluster(settings)
-        mine = s.cluster(settings, rules=Rules(**{name: recorder}))
-    except KafkalabError as err:
-        raise Feedback(f"{scenario}: {err}") from None
     replay = _replay_hint(scenario, name, settings)
     with time_limit(seconds, f"your {name} in {scenario}"):
+        try:
+            kafka = s.cluster(settings)
+            mine = s.cluster(settings, rules=Rules(**{name: recorder}))
+        except KafkalabError as err:
+            raise Feedback(f"{scenario}: {err}") from None
+        except Feedback as err:
+            raise Feedback(f"{scenario}, as the cluster starts: {err}\n{replay}") from None
         for step in (st for st in s.steps if st.kind != "check"):
             before = len(recorder.calls)
             scenarios.apply_step(kafka, step)

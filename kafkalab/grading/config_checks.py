@@ -116,16 +116,17 @@ def check_lag_time_target(
     *,
     pause_ms: int = 8000,
     leave_within_ms: int = 25000,
+    start_ms: int = 5000,
     seconds: float = DEFAULT_TIME_LIMIT_S,
 ) -> None:
     """``replica.lag.time.max.ms`` must keep a follower that stalls for ``pause_ms`` (a GC pause)
     in the ISR, yet drop a stuck follower (alive, but cut off from the leader) within
-    ``leave_within_ms``."""
+    ``leave_within_ms``. Both faults begin at ``start_ms``."""
     if isinstance(lag_time_ms, bool) or not isinstance(lag_time_ms, int):
         raise Feedback(f"replica.lag.time.max.ms must be a whole number of ms: {ELLIPSIS_HINT}")
     with time_limit(seconds, "the simulations"):
-        paused = _follower_fault(lag_time_ms, "pause", pause_ms)
-        stuck = _follower_fault(lag_time_ms, "disconnect", leave_within_ms + 10000)
+        paused = _follower_fault(lag_time_ms, "pause", pause_ms, start_ms)
+        stuck = _follower_fault(lag_time_ms, "disconnect", leave_within_ms + 10000, start_ms)
     problems = []
     if paused is not None:
         problems.append(
@@ -147,7 +148,7 @@ def check_lag_time_target(
         raise Feedback("\n".join(problems))
 
 
-def _follower_fault(lag_time_ms: int, action: str, length_ms: int) -> int | None:
+def _follower_fault(lag_time_ms: int, action: str, length_ms: int, start: int) -> int | None:
     """Milliseconds from the fault on follower 3 (a pause, or its link to leader 1 cut) until
     the ISR drops it (None: never)."""
     try:
@@ -158,7 +159,6 @@ def _follower_fault(lag_time_ms: int, action: str, length_ms: int) -> int | None
         )
     except KafkalabError as err:
         raise Feedback(f"replica.lag.time.max.ms={lag_time_ms}: {err}") from None
-    start = 5000
     for t in range(100, start + length_ms, 100):
         c.at(t, "produce", "r")
     c.at(start, action, *((1, 3) if action == "disconnect" else (3,)))

@@ -89,7 +89,7 @@ def check_scenario_text(
     requirement failed and what the run did instead."""
     from kafkalab import scenarios
 
-    if text is None or text is Ellipsis or not str(text).strip():
+    if text is None or text is Ellipsis or str(text).strip() in ("", "..."):
         raise Feedback(f"the scenario is empty: {ELLIPSIS_HINT} (a YAML text)")
     wants = ANOMALIES[anomaly]
     with time_limit(seconds, "your scenario"):
