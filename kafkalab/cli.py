@@ -96,6 +96,13 @@ def _grading_parsers(sub: Any) -> None:
     grade.add_argument(
         "--timeout", type=int, default=600, metavar="S", help="seconds per submission (600)"
     )
+    grade.add_argument(
+        "--time-limit",
+        type=float,
+        default=10,
+        metavar="S",
+        help="seconds a learner's function may run in one check (default 10)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +134,7 @@ def _grading(args: argparse.Namespace) -> int:
             Path(args.out),
             cell_timeout_s=args.cell_timeout,
             submission_timeout_s=args.timeout,
+            time_limit_s=args.time_limit,
         )
         for row in rows:
             print(

@@ -15,6 +15,7 @@ otter-grader is imported only by these functions (``pip install kafkalab[grading
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +47,7 @@ __all__ = [
 ]
 
 CELL_TIMEOUT_S = 30
+TIME_LIMIT_S = 10  # per check of a learner's function (kafkalab.grading.time_limit)
 SUBMISSION_TIMEOUT_S = 600
 # Notebook metadata that changes from one machine or run to the next.
 _VOLATILE_METADATA = ("widgets", "papermill", "execution", "language_info")
@@ -89,16 +92,19 @@ def assign(source: Path, out_dir: Path) -> Generated:
     """Run Otter Assign on ``source`` into ``out_dir``, then make both notebooks deterministic
     (stable cell ids). Raises :class:`ConfigError` with Otter's message when the source is
     malformed."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "otter", "assign", "--no-run-tests", "--no-pdfs"]
-        + [str(source), str(out_dir)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise ConfigError(f"otter assign failed on {source.name}: {tail[0]}")
+    from otter.assign import main as otter_assign
+
+    chatter = io.StringIO()
+    try:
+        with (
+            contextlib.redirect_stdout(chatter),
+            contextlib.redirect_stderr(chatter),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore")  # otter's own deprecation warnings
+            otter_assign(str(source), str(out_dir), no_pdfs=True, no_run_tests=True)
+    except Exception as err:  # Otter reports a malformed source with assorted exceptions
+        raise ConfigError(f"otter assign failed on {source.name}: {err}") from None
     student = out_dir / "student" / source.name
     solution = out_dir / "autograder" / source.name
     zips = sorted((out_dir / "autograder").glob("*.zip"))
@@ -236,24 +242,27 @@ def grade_folder(
     *,
     cell_timeout_s: int = CELL_TIMEOUT_S,
     submission_timeout_s: int = SUBMISSION_TIMEOUT_S,
+    time_limit_s: float = TIME_LIMIT_S,
     root: Path | None = None,
 ) -> list[GradeRow]:
     """Grade every ``*.ipynb`` (or ``*.zip``) in ``submissions`` against ``assignment``'s
     public and hidden tests and write one CSV row per submission. Each submission runs in its
-    own process: a cell running longer than ``cell_timeout_s`` is interrupted (its questions
-    score 0) and a submission running longer than ``submission_timeout_s`` scores 0 with status
+    own process: a check of a learner's function stops after ``time_limit_s`` (the question
+    scores 0), a cell running longer than ``cell_timeout_s`` is interrupted (its questions score
+    0) and a submission running longer than ``submission_timeout_s`` scores 0 with status
     "timed out"."""
+    source = resolve_source(assignment, root)
     if not submissions.is_dir():
         raise ConfigError(f"submissions folder {str(submissions)!r} does not exist")
     files = sorted(p for p in submissions.iterdir() if p.suffix in (".ipynb", ".zip"))
     if not files:
         raise ConfigError(f"{str(submissions)!r} holds no .ipynb or .zip submissions")
-    source = resolve_source(assignment, root)
     with tempfile.TemporaryDirectory() as tmp:
         zip_path = autograder_zip(source, Path(tmp))
         questions = _questions(zip_path)
         rows = [
-            _grade_one(p, zip_path, questions, cell_timeout_s, submission_timeout_s) for p in files
+            _grade_one(p, zip_path, questions, (cell_timeout_s, submission_timeout_s, time_limit_s))
+            for p in files
         ]
     _write_csv(rows, questions, out_csv)
     return rows
@@ -279,9 +288,9 @@ def _grade_one(
     path: Path,
     zip_path: Path,
     questions: dict[str, float],
-    cell_timeout_s: int,
-    submission_timeout_s: int,
+    limits: tuple[int, int, float],
 ) -> GradeRow:
+    cell_timeout_s, submission_timeout_s, time_limit_s = limits
     row = GradeRow(path.name, dict.fromkeys(questions, 0.0), dict(questions))
     command = [
         sys.executable,
@@ -292,7 +301,11 @@ def _grade_one(
         "--cell-timeout",
         str(cell_timeout_s),
     ]
-    env = {**os.environ, "JUPYTER_PREFER_ENV_PATH": "1"}
+    env = {
+        **os.environ,
+        "JUPYTER_PREFER_ENV_PATH": "1",  # the kernel is this environment's python
+        "KAFKALAB_TIME_LIMIT_S": str(time_limit_s),
+    }
     try:
         proc = subprocess.run(
             command,

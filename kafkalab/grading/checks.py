@@ -8,8 +8,11 @@ failed check instead of a hung notebook.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ __all__ = [
     "check_answer",
     "check_function",
     "check_rule_in_scenario",
+    "default_time_limit_s",
     "time_limit",
 ]
 
@@ -37,35 +41,74 @@ class Feedback(AssertionError):
     """A check failed; the message explains what went wrong and why."""
 
 
-@contextmanager
-def time_limit(seconds: float, what: str = "your code") -> Iterator[None]:
-    """Stop the block with :class:`Feedback` once ``seconds`` of wall time have passed (an
-    endless loop). Only the main thread can be interrupted; elsewhere the block runs unbounded."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
+def default_time_limit_s() -> float:
+    """Seconds a learner's code may run in one check: ``KAFKALAB_TIME_LIMIT_S`` or 10."""
+    try:
+        return float(os.environ.get("KAFKALAB_TIME_LIMIT_S", DEFAULT_TIME_LIMIT_S))
+    except ValueError:
+        return DEFAULT_TIME_LIMIT_S
 
-    def expired(signum: int, frame: Any) -> None:
+
+# Learners' functions that ran out of time once: they fail at once afterwards, so a question
+# with many checks costs one time limit, not one per check.
+_LOOPED: weakref.WeakSet[Any] = weakref.WeakSet()
+_active = threading.local()
+
+
+def _fail_if_looped(fn: Any, what: str) -> None:
+    try:
+        looped = fn in _LOOPED
+    except TypeError:  # not weak-referenceable (a builtin): it cannot be ours to loop
+        looped = False
+    if looped:
         raise Feedback(
-            f"{what} did not finish within {seconds:g} s: look for a loop that never ends"
+            f"{what} did not finish in an earlier check: look for a loop that never ends, "
+            "then run its cell again"
         )
 
+
+@contextmanager
+def time_limit(
+    seconds: float | None = None, what: str = "your code", *, culprit: Any = None
+) -> Iterator[None]:
+    """Stop the block with :class:`Feedback` once ``seconds`` (default
+    :func:`default_time_limit_s`) of wall time have passed: an endless loop. ``culprit``, the
+    learner's function, then fails at once in later checks. Only the main thread can be
+    interrupted; elsewhere, or inside another time limit, the block runs under the outer one."""
+    limit = default_time_limit_s() if seconds is None else seconds
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or getattr(_active, "on", False):
+        yield
+        return
+    expired_flag = []
+
+    def expired(signum: int, frame: Any) -> None:
+        expired_flag.append(True)
+        raise Feedback(f"{what} did not finish within {limit:g} s: look for a loop that never ends")
+
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    _active.on = True
     try:
         yield
+    except Feedback:
+        if expired_flag and culprit is not None:
+            with contextlib.suppress(TypeError):
+                _LOOPED.add(culprit)
+        raise
     finally:
+        _active.on = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def _call(fn: Callable[..., Any], args: Sequence[Any], name: str, seconds: float) -> Any:
+def _call(fn: Callable[..., Any], args: Sequence[Any], name: str, seconds: float | None) -> Any:
     """Call a learner's function; its exceptions and endless loops become :class:`Feedback`."""
     if not callable(fn):
         raise Feedback(f"{name} is {fn!r}, not a function: run the cell that defines it")
     shown = _show_call(name, args)
-    with time_limit(seconds, shown):
+    _fail_if_looped(fn, shown)
+    with time_limit(seconds, shown, culprit=fn):
         try:
             return fn(*args)
         except Feedback:
@@ -102,7 +145,7 @@ def check_function(
     name: str,
     cases: Sequence[Case],
     *,
-    seconds: float = DEFAULT_TIME_LIMIT_S,
+    seconds: float | None = None,
 ) -> None:
     """Call ``fn`` on every case; the first wrong answer raises :class:`Feedback` naming the
     call, the answer, Kafka's answer and the reason."""
@@ -183,7 +226,7 @@ def check_rule_in_scenario(
     scenario: str,
     *,
     settings: Mapping[str, Any] | None = None,
-    seconds: float = DEFAULT_TIME_LIMIT_S,
+    seconds: float | None = None,
 ) -> None:
     """Replay the catalog ``scenario`` twice, with Kafka's rule and with ``fn`` in its place
     (``name`` is a field of :class:`kafkalab.Rules`), and compare what every replica holds after
@@ -193,10 +236,11 @@ def check_rule_in_scenario(
 
     if not callable(fn):
         raise Feedback(f"{name} is {fn!r}, not a function: run the cell that defines it")
+    _fail_if_looped(fn, f"your {name}")
     s = scenarios.get(scenario)
     recorder = _Recorder(name, fn)
     replay = _replay_hint(scenario, name, settings)
-    with time_limit(seconds, f"your {name} in {scenario}"):
+    with time_limit(seconds, f"your {name} in {scenario}", culprit=fn):
         try:
             kafka = s.cluster(settings)
             mine = s.cluster(settings, rules=Rules(**{name: recorder}))

@@ -8,7 +8,7 @@ from typing import Any
 
 from kafkalab.config import make_config
 from kafkalab.errors import KafkalabError
-from kafkalab.grading.checks import DEFAULT_TIME_LIMIT_S, ELLIPSIS_HINT, Feedback, time_limit
+from kafkalab.grading.checks import ELLIPSIS_HINT, Feedback, time_limit
 from kafkalab.sim.cluster import Cluster
 from kafkalab.sim.timed import Fault, RunResult, simulate
 
@@ -117,7 +117,7 @@ def check_lag_time_target(
     pause_ms: int = 8000,
     leave_within_ms: int = 25000,
     start_ms: int = 5000,
-    seconds: float = DEFAULT_TIME_LIMIT_S,
+    seconds: float | None = None,
 ) -> None:
     """``replica.lag.time.max.ms`` must keep a follower that stalls for ``pause_ms`` (a GC pause)
     in the ISR, yet drop a stuck follower (alive, but cut off from the leader) within

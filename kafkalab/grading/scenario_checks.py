@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import KafkalabError
-from kafkalab.grading.checks import DEFAULT_TIME_LIMIT_S, ELLIPSIS_HINT, Feedback, time_limit
+from kafkalab.grading.checks import ELLIPSIS_HINT, Feedback, time_limit
 from kafkalab.sim.cluster import Cluster
 
 __all__ = [
@@ -82,7 +82,7 @@ def check_scenario_text(
     text: Any,
     anomaly: str,
     *,
-    seconds: float = DEFAULT_TIME_LIMIT_S,
+    seconds: float | None = None,
 ) -> Cluster:
     """Run the scenario YAML ``text`` and check it produces ``anomaly`` (a key of
     :data:`ANOMALIES`). Returns the finished cluster; raises :class:`Feedback` saying which
