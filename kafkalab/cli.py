@@ -103,6 +103,9 @@ def _grading_parsers(sub: Any) -> None:
         metavar="S",
         help="seconds a learner's function may run in one check (default 10)",
     )
+    grade.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="submissions graded at once"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,6 +138,7 @@ def _grading(args: argparse.Namespace) -> int:
             cell_timeout_s=args.cell_timeout,
             submission_timeout_s=args.timeout,
             time_limit_s=args.time_limit,
+            jobs=args.jobs,
         )
         for row in rows:
             print(

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,7 @@ def grade_folder(
     cell_timeout_s: int = CELL_TIMEOUT_S,
     submission_timeout_s: int = SUBMISSION_TIMEOUT_S,
     time_limit_s: float = TIME_LIMIT_S,
+    jobs: int | None = None,
     root: Path | None = None,
 ) -> list[GradeRow]:
     """Grade every ``*.ipynb`` (or ``*.zip``) in ``submissions`` against ``assignment``'s
@@ -250,7 +252,7 @@ def grade_folder(
     own process: a check of a learner's function stops after ``time_limit_s`` (the question
     scores 0), a cell running longer than ``cell_timeout_s`` is interrupted (its questions score
     0) and a submission running longer than ``submission_timeout_s`` scores 0 with status
-    "timed out"."""
+    "timed out". ``jobs`` submissions are graded at once (default: one per CPU, at most 4)."""
     source = resolve_source(assignment, root)
     if not submissions.is_dir():
         raise ConfigError(f"submissions folder {str(submissions)!r} does not exist")
@@ -260,10 +262,10 @@ def grade_folder(
     with tempfile.TemporaryDirectory() as tmp:
         zip_path = autograder_zip(source, Path(tmp))
         questions = _questions(zip_path)
-        rows = [
-            _grade_one(p, zip_path, questions, (cell_timeout_s, submission_timeout_s, time_limit_s))
-            for p in files
-        ]
+        limits = (cell_timeout_s, submission_timeout_s, time_limit_s)
+        workers = jobs or min(4, os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # each job is a process
+            rows = list(pool.map(lambda p: _grade_one(p, zip_path, questions, limits), files))
     _write_csv(rows, questions, out_csv)
     return rows
 

@@ -67,6 +67,9 @@ def check_durability_target(
     least ``min_acked_fraction`` of the records sent were acknowledged."""
     if config is None or config is Ellipsis or not isinstance(config, Mapping):
         raise Feedback(f"config must be a dict of Kafka settings: {ELLIPSIS_HINT}")
+    unanswered = [key for key, value in config.items() if value is Ellipsis]
+    if unanswered:
+        raise Feedback(f"no value for {', '.join(unanswered)}: {ELLIPSIS_HINT}")
     with time_limit(seconds, "the simulations"):
         results = _runs(config, runs)
     lost = sum(len(r.lost_acked) for r in results)
