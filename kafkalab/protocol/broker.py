@@ -757,11 +757,13 @@ class Broker:
         wait_for_caught_up = config.hw_includes_caught_up_followers
         waited_for = {self.id, *isr}
         if wait_for_caught_up:
-            waited_for.update(
-                rid
-                for rid, remote in r.remotes.items()
-                if rid in self.live_brokers and self._caught_up(r, remote, ctx.now)
-            )
+            for rid, remote in r.remotes.items():
+                if (
+                    rid not in waited_for
+                    and rid in self.live_brokers
+                    and self._caught_up(r, remote, ctx.now)
+                ):
+                    waited_for.add(rid)
         remote_leos = {rid: remote.leo for rid, remote in r.remotes.items()}
         old_hw = r.log.hw
         new_hw = self.rules.leader_hw(old_hw, r.log.leo, waited_for, remote_leos)
