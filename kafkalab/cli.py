@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kafkalab.atomic import write_atomically
 from kafkalab.errors import KafkalabError, ScenarioError
 
 __all__ = ["main"]
@@ -224,14 +223,7 @@ def _write_trace(trace: Any, path: str) -> None:
     target = Path(path)
     if not target.parent.is_dir():
         raise ScenarioError(f"--trace {path!r}: the folder {str(target.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(trace.to_jsonl())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(target, trace.to_jsonl())
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalab.atomic import write_atomically
 from kafkalab.errors import ConfigError
 
 __all__ = [
@@ -177,16 +178,9 @@ def build(names: Iterable[str] | None = None, root: Path | None = None) -> list[
 
 
 def _replace(src: Path, target: Path) -> None:
-    """Copy ``src`` over ``target`` atomically (a temp file in the same folder, then rename)."""
+    """Copy ``src`` over ``target`` atomically."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(target, src.read_bytes())
 
 
 def out_of_sync(root: Path | None = None) -> list[str]:
@@ -349,14 +343,7 @@ def _write_csv(rows: Sequence[GradeRow], questions: dict[str, float], out_csv: P
     out_csv = out_csv.resolve()
     if not out_csv.parent.is_dir():
         raise ConfigError(f"--out {str(out_csv)!r}: the folder does not exist")
-    fd, tmp = tempfile.mkstemp(dir=out_csv.parent, prefix=f".{out_csv.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(buffer.getvalue())
-        os.replace(tmp, out_csv)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(out_csv, buffer.getvalue())
 
 
 def _num(value: float) -> str:
