@@ -146,3 +146,14 @@ def test_durability_target_reports_loss_and_availability() -> None:
         )
     with pytest.raises(Feedback, match="your config is not allowed: .*acks"):
         check_durability_target({"acks": "most"}, min_acked_fraction=0.4, runs=1)
+
+
+def test_a_rule_that_goes_wrong_as_the_cluster_starts_is_shown_there() -> None:
+    def may_go_back(hw: int, leader_leo: int, isr: object, remote_leos: dict[int, int]) -> int:
+        return min([leader_leo, *remote_leos.values()])
+
+    with pytest.raises(Feedback) as err:
+        check_rule_in_scenario("leader_hw", may_go_back, "safe-leader-failover")
+    text = str(err.value)
+    assert "part ways at safe-leader-failover, as the cluster starts" in text
+    assert "In this step leader_hw(0, 0, {1, 2, 3}, {2: -1, 3: -1}) returned -1" in text

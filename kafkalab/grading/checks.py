@@ -248,17 +248,20 @@ def check_rule_in_scenario(
             raise Feedback(f"{scenario}: {err}") from None
         except Feedback as err:
             raise Feedback(f"{scenario}, as the cluster starts: {err}\n{replay}") from None
-        for step in (st for st in s.steps if st.kind != "check"):
-            before = len(recorder.calls)
-            scenarios.apply_step(kafka, step)
-            try:
-                scenarios.apply_step(mine, step)
-            except Feedback as err:
-                raise Feedback(f"{_where(scenario, step)}: {err}\n{replay}") from None
+        where = f"{scenario}, as the cluster starts"
+        for step in (None, *(st for st in s.steps if st.kind != "check")):
+            before = 0 if step is None else len(recorder.calls)
+            if step is not None:
+                where = _where(scenario, step)
+                scenarios.apply_step(kafka, step)
+                try:
+                    scenarios.apply_step(mine, step)
+                except Feedback as err:
+                    raise Feedback(f"{where}: {err}\n{replay}") from None
             want, got = _snapshot(kafka), _snapshot(mine)
             if want != got:
-                calls = recorder.calls[before:]
-                raise Feedback(_explain(scenario, step, want, got, name, calls) + "\n" + replay)
+                lines = _explain(where, want, got, name, recorder.calls, before)
+                raise Feedback("\n".join([*lines, replay]))
 
 
 def _where(scenario: str, step: Any) -> str:
@@ -273,29 +276,33 @@ def _show_args(args: Mapping[str, Any]) -> str:
 
 
 def _explain(
-    scenario: str,
-    step: Any,
+    where: str,
     want: Mapping[str, Any],
     got: Mapping[str, Any],
     name: str,
     calls: Sequence[tuple[tuple[Any, ...], Any]],
-) -> str:
-    lines = [f"Your {name} and Kafka's part ways at {_where(scenario, step)}."]
+    first_of_step: int,
+) -> list[str]:
+    """The replicas that differ, and the first call of the learner's rule in this step (or,
+    failing that, in the run so far) that answered differently from Kafka's."""
+    lines = [f"Your {name} and Kafka's part ways at {where}."]
     width = max(len(k) for k in want)
     lines.append(f"  {'':<{width}}  {'with Kafka rule':<22} with yours")
-    for key in want:
-        if want[key] != got[key]:
-            lines.append(f"  {key:<{width}}  {_show(want[key]):<22} {_show(got[key])}")
+    lines += [
+        f"  {key:<{width}}  {_show(want[key]):<22} {_show(got[key])}"
+        for key in want
+        if want[key] != got[key]
+    ]
     reference = getattr(DEFAULT_RULES, name)
-    for args, result in calls:
-        expected = reference(*args)
-        if result != expected:
-            lines.append(
-                f"In this step {_show_call(name, args)} returned {_show(result)}; Kafka's rule "
-                f"returns {_show(expected)}."
-            )
-            break
-    return "\n".join(lines)
+    wrong = [(i, a, r) for i, (a, r) in enumerate(calls) if r != reference(*a)]
+    in_step = [w for w in wrong if w[0] >= first_of_step]
+    for i, args, result in (in_step or wrong)[:1]:
+        when = "In this step" if i >= first_of_step else "Earlier"
+        lines.append(
+            f"{when} {_show_call(name, args)} returned {_show(result)}; Kafka's rule returns "
+            f"{_show(reference(*args))}."
+        )
+    return lines
 
 
 def _replay_hint(scenario: str, name: str, settings: Mapping[str, Any] | None) -> str:
