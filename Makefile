@@ -14,6 +14,9 @@ LAB_NOTEBOOK ?= notebooks/01-first-look.ipynb
 LAB_PORT ?= 8888
 PYTEST_ARGS ?=
 BENCHMARKS := $(sort $(wildcard benchmarks/*.py))
+SUBMISSIONS ?= submissions
+ASSIGNMENT ?=
+OUT ?= grades.csv
 
 # JupyterLab refuses to start as root unless told that it is on purpose (containers, CI).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -22,7 +25,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export JUPYTER_PREFER_ENV_PATH := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test install lint bench notebooks clean distclean
+.PHONY: help lab test install lint bench notebooks exercises grade clean distclean
 
 help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
@@ -31,6 +34,8 @@ help:
 	@echo "make lint       ruff check"
 	@echo "make bench      run every benchmarks/*.py and print its figures"
 	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
+	@echo "make exercises  regenerate exercises/ and solutions/ from exercises/source"
+	@echo "make grade ASSIGNMENT=03-hw-leo SUBMISSIONS=dir OUT=grades.csv   grade a folder"
 	@echo "make clean      remove caches and build leftovers (keeps $(VENV))"
 	@echo "make distclean  clean, and remove $(VENV) too"
 
@@ -48,7 +53,8 @@ lab: install
 		$(LAB_NOTEBOOK)
 
 test: install
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-kernel-name python3 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
+		--nbval-sanitize-with tools/nbval_sanitize.cfg $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -59,6 +65,14 @@ bench: install
 
 notebooks: install
 	$(BIN)/python tools/execute_notebooks.py
+
+exercises: install
+	$(BIN)/kafkalab exercises build
+	$(BIN)/python tools/execute_notebooks.py solutions/*.ipynb
+
+grade: install
+	@if [ -z "$(ASSIGNMENT)" ]; then echo "usage: make grade ASSIGNMENT=03-hw-leo SUBMISSIONS=dir OUT=grades.csv"; exit 2; fi
+	$(BIN)/kafkalab grade $(SUBMISSIONS) --assignment $(ASSIGNMENT) --out $(OUT)
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info

@@ -14,6 +14,7 @@ The core is a deterministic, message-passing simulator of one replicated partiti
 from kafkalab.check.invariants import INVARIANTS, InvariantViolation, Report
 from kafkalab.config import PRESETS, Config, make_config
 from kafkalab.errors import ActionError, ConfigError, KafkalabError, ScenarioError
+from kafkalab.protocol.rules import Rules
 from kafkalab.sim.cluster import Cluster, ReplicaView
 from kafkalab.sim.trace import EVENT_KINDS, Event, Trace
 
@@ -30,6 +31,7 @@ __all__ = [
     "KafkalabError",
     "ReplicaView",
     "Report",
+    "Rules",
     "ScenarioError",
     "Trace",
     "make_config",

@@ -6,6 +6,10 @@
                                        [--trace FILE]
     kafkalab simulate [--seed N] [--brokers N] [--duration-ms MS] [--set key=value ...]
                       [--no-faults] [--json] [--trace FILE]
+    kafkalab exercises build [NAME ...]      regenerate exercises/ and solutions/ (otter assign)
+    kafkalab exercises check                 are they what exercises/source generates?
+    kafkalab grade SUBMISSIONS --assignment NAME --out grades.csv [--cell-timeout S]
+                   [--timeout S]
 
 Exit codes: 0 when every expectation holds, 1 when one does not (with a readable diff), 2 for a
 malformed file, a bad setting or an impossible step (one line, no traceback).
@@ -15,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kafkalab.atomic import write_atomically
 from kafkalab.errors import KafkalabError, ScenarioError
 
 __all__ = ["main"]
@@ -72,7 +75,36 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--no-faults", action="store_true", help="run without faults")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines to FILE")
+    _grading_parsers(sub)
     return parser
+
+
+def _grading_parsers(sub: Any) -> None:
+    ex = sub.add_parser("exercises", help="generate the student and solution notebooks")
+    exsub = ex.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    build = exsub.add_parser("build", help="regenerate exercises/ and solutions/ from sources")
+    build.add_argument("names", nargs="*", metavar="NAME", help="assignments (default: all)")
+    exsub.add_parser("check", help="fail if a committed notebook differs from its source")
+    grade = sub.add_parser("grade", help="grade a folder of submissions into a CSV")
+    grade.add_argument("submissions", metavar="SUBMISSIONS", help="a folder of .ipynb files")
+    grade.add_argument("--assignment", required=True, help="e.g. 03-hw-leo, or a source notebook")
+    grade.add_argument("--out", required=True, metavar="CSV", help="the CSV file to write")
+    grade.add_argument(
+        "--cell-timeout", type=int, default=30, metavar="S", help="seconds per cell (default 30)"
+    )
+    grade.add_argument(
+        "--timeout", type=int, default=600, metavar="S", help="seconds per submission (600)"
+    )
+    grade.add_argument(
+        "--time-limit",
+        type=float,
+        default=10,
+        metavar="S",
+        help="seconds a learner's function may run in one check (default 10)",
+    )
+    grade.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="submissions graded at once"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
+        if args.command in ("exercises", "grade"):
+            return _grading(args)
         if args.action == "list":
             return _list()
         if args.action == "show":
@@ -90,6 +124,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0
+
+
+def _grading(args: argparse.Namespace) -> int:
+    from kafkalab.grading import assignments
+
+    if args.command == "grade":
+        rows = assignments.grade_folder(
+            Path(args.submissions),
+            args.assignment,
+            Path(args.out),
+            cell_timeout_s=args.cell_timeout,
+            submission_timeout_s=args.timeout,
+            time_limit_s=args.time_limit,
+            jobs=args.jobs,
+        )
+        for row in rows:
+            print(
+                f"{row.submission}: {row.total:g} of {sum(row.possible.values()):g} ({row.status})"
+            )
+        print(f"wrote {args.out}")
+        return 0
+    if args.action == "build":
+        for path in assignments.build(args.names or None):
+            print(f"wrote {path.relative_to(assignments.repo_root())}")
+        return 0
+    problems = assignments.out_of_sync()
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
 
 
 def _list() -> int:
@@ -160,14 +223,7 @@ def _write_trace(trace: Any, path: str) -> None:
     target = Path(path)
     if not target.parent.is_dir():
         raise ScenarioError(f"--trace {path!r}: the folder {str(target.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(trace.to_jsonl())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(target, trace.to_jsonl())
 
 
 def _simulate(args: argparse.Namespace) -> int:

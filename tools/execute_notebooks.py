@@ -1,6 +1,6 @@
 """Run notebooks top to bottom and store their outputs in place, for nbval to compare.
 
-    .venv/bin/python tools/execute_notebooks.py                  # every notebooks/*.ipynb
+    .venv/bin/python tools/execute_notebooks.py                  # notebooks/ and solutions/
     .venv/bin/python tools/execute_notebooks.py notebooks/01-first-look.ipynb
 
 Each kernel starts in the notebook's own folder, as in JupyterLab, papermill and nbval. Stream
@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+STORED_WITH_OUTPUTS = ("notebooks", "solutions")  # exercises/ are handed out without outputs
 KERNEL = "python3"
 TIMEOUT_S = 600
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -43,7 +44,9 @@ def execute(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted(NOTEBOOKS.glob("*.ipynb"))
+    paths = [Path(a) for a in argv] or [
+        p for folder in STORED_WITH_OUTPUTS for p in sorted((ROOT / folder).glob("*.ipynb"))
+    ]
     for path in paths:
         print(f"executing {path}", flush=True)
         execute(path.resolve())

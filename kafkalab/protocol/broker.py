@@ -17,6 +17,7 @@ from kafkalab.protocol.controller import Controller
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
 from kafkalab.protocol.offsets import GroupCoordinator
 from kafkalab.protocol.producer_state import DUPLICATE, ProducerStateManager
+from kafkalab.protocol.rules import DEFAULT_RULES, Rules
 from kafkalab.protocol.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER
 
@@ -101,7 +102,8 @@ class ReplicaState:
 
 class Broker:
     """A broker actor. ``auto_fetch`` is timed mode: the follower fetches on its own, in a loop;
-    in stepped mode it only fetches when told (:class:`FetchNow`)."""
+    in stepped mode it only fetches when told (:class:`FetchNow`). ``rules`` are the HW and
+    truncation rules it applies (Kafka's by default)."""
 
     def __init__(
         self,
@@ -112,8 +114,10 @@ class Broker:
         auto_fetch: bool,
         controller_nodes: tuple[str, ...] = (),
         clean_restart: bool = False,
+        rules: Rules = DEFAULT_RULES,
     ) -> None:
         self.id = broker_id
+        self.rules = rules
         self.kraft = config.controller_mode == "kraft"
         self.controller_nodes = controller_nodes  # the KRaft quorum, when there is one
         self.clean_restart = clean_restart  # the last run ended in a clean shutdown
@@ -958,20 +962,22 @@ class Broker:
             effective_min_isr = min(self._min_isr(r), len(r.replicas))
             if len(r.isr) < effective_min_isr:
                 return
-        new_hw = r.log.leo
         wait_for_caught_up = config.hw_includes_caught_up_followers
-        for rid, remote in r.remotes.items():
-            if remote.leo < new_hw and (
-                rid in isr
-                or (
-                    wait_for_caught_up
+        waited_for = {self.id, *isr}
+        if wait_for_caught_up:
+            for rid, remote in r.remotes.items():
+                if (
+                    rid not in waited_for
                     and rid in self.live_brokers
                     and self._caught_up(r, remote, ctx.now)
-                )
-            ):
-                new_hw = remote.leo
-        if new_hw > r.log.hw:
+                ):
+                    waited_for.add(rid)
+        remote_leos = {rid: remote.leo for rid, remote in r.remotes.items()}
+        old_hw = r.log.hw
+        new_hw = self.rules.leader_hw(old_hw, r.log.leo, waited_for, remote_leos)
+        if new_hw != old_hw:
             self._set_hw(ctx, r, new_hw)
+        if new_hw > old_hw:
             self._complete_produces(ctx, r)
 
     def _set_hw(self, ctx: Context, r: ReplicaState, hw: int) -> None:
@@ -1038,7 +1044,9 @@ class Broker:
                 r.tp, req.correlation_id, error, UNDEFINED_EPOCH, UNDEFINED_OFFSET
             )
         else:
-            epoch, end_offset = r.log.end_offset_for(req.leader_epoch)
+            epoch, end_offset = self.rules.end_offset_for(
+                tuple(r.log.epochs), r.log.leo, req.leader_epoch
+            )
             if not self.config.kip279:
                 epoch = UNDEFINED_EPOCH
             reply = m.OffsetsForLeaderEpochResponse(
@@ -1096,7 +1104,7 @@ class Broker:
                     first=resp.records[0].offset,
                     last=resp.records[-1].offset,
                 )
-            new_hw = min(resp.hw, r.log.leo)
+            new_hw = self.rules.follower_hw(resp.hw, r.log.leo)
             if new_hw != r.log.hw:  # assigned as is: a new leader's stale HW can be lower
                 self._set_hw(ctx, r, new_hw)
             self._next_fetch(ctx, r, 0)
@@ -1135,19 +1143,9 @@ class Broker:
             ctx.emit("fetch_error", broker=self.id, tp=r.tp, error=resp.error)
             self._next_fetch(ctx, r, self.config.replica_fetch_backoff_ms)
             return
-        done = True
-        if resp.end_offset == UNDEFINED_OFFSET:
-            target = r.log.hw
-        elif resp.leader_epoch == UNDEFINED_EPOCH:  # a pre-KIP-279 answer
-            target = min(resp.end_offset, r.log.leo)
-        else:
-            epoch, end = r.log.end_offset_for(resp.leader_epoch)
-            if end == UNDEFINED_OFFSET:
-                target = min(resp.end_offset, r.log.leo)
-            elif epoch != resp.leader_epoch:
-                target, done = min(end, r.log.leo), False
-            else:
-                target = min(resp.end_offset, end)
+        target, done = self.rules.truncation_offset(
+            resp.leader_epoch, resp.end_offset, tuple(r.log.epochs), r.log.leo, r.log.hw
+        )
         self._truncate(ctx, r, target, "leader_epoch")
         r.truncating = not done or not r.log.epochs
         if not r.log.epochs:

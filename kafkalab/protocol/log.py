@@ -3,9 +3,10 @@ survives a crash (the page cache) or a power loss (only what was flushed)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "Disk", "Log", "Record"]
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "Disk", "Log", "Record", "epoch_end_offset"]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -134,27 +135,8 @@ class Log:
         return removed
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
-        """LeaderEpochFileCache.endOffsetFor: (epoch, end offset) as the leader answers
-        OffsetsForLeaderEpoch.
-
-        The latest epoch ends at the LEO. An older epoch is answered with the largest epoch at or
-        below it and the start offset of the first epoch after it (KIP-279). An epoch newer than
-        every entry is undefined.
-        """
-        if not self.epochs:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if epoch == self.latest_epoch:
-            return epoch, self.leo
-        if epoch > self.latest_epoch:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        floor = None
-        for e, start in self.epochs:
-            if e > epoch:
-                # Older than every entry: Kafka answers the requested epoch ending where the
-                # first known epoch starts.
-                return (epoch if floor is None else floor), start
-            floor = e
-        return UNDEFINED_EPOCH, UNDEFINED_OFFSET  # unreachable: epoch < latest
+        """LeaderEpochFileCache.endOffsetFor on this log: see :func:`epoch_end_offset`."""
+        return epoch_end_offset(self.epochs, self.leo, epoch)
 
     def epoch_start_offset(self, epoch: int) -> int | None:
         for e, start in self.epochs:
@@ -175,3 +157,28 @@ class Log:
         """What survives a crash: everything (page cache) or only the flushed prefix."""
         kept = self.flushed if lose_unflushed else self.leo
         return Disk(tuple(self.records[:kept]), self.hw_checkpoint, tuple(self.epochs))
+
+
+def epoch_end_offset(epochs: Sequence[tuple[int, int]], leo: int, epoch: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor: (epoch, end offset) as the leader answers
+    OffsetsForLeaderEpoch, from an epoch cache of (epoch, start offset) pairs and the LEO.
+
+    The latest epoch ends at the LEO. An older epoch is answered with the largest epoch at or below
+    it and the start offset of the first epoch after it (KIP-279). An epoch newer than every entry
+    is undefined.
+    """
+    if not epochs:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    latest = epochs[-1][0]
+    if epoch == latest:
+        return epoch, leo
+    if epoch > latest:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    floor = None
+    for e, start in epochs:
+        if e > epoch:
+            # Older than every entry: Kafka answers the requested epoch ending where the
+            # first known epoch starts.
+            return (epoch if floor is None else floor), start
+        floor = e
+    return UNDEFINED_EPOCH, UNDEFINED_OFFSET  # unreachable: epoch < latest

@@ -18,6 +18,7 @@ import yaml
 
 from kafkalab.config import make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
+from kafkalab.protocol.rules import Rules
 from kafkalab.sim.cluster import Cluster
 
 __all__ = [
@@ -182,8 +183,11 @@ class Scenario:
                 found.append(str(step.args["group"]))
         return found
 
-    def cluster(self, overrides: Mapping[str, Any] | None = None) -> Cluster:
-        """A fresh cluster in this scenario's initial state (no step applied)."""
+    def cluster(
+        self, overrides: Mapping[str, Any] | None = None, *, rules: Rules | None = None
+    ) -> Cluster:
+        """A fresh cluster in this scenario's initial state (no step applied); ``rules``
+        replaces some of Kafka's rules (:class:`kafkalab.Rules`)."""
         settings = {**self.config, **(overrides or {})}
         several = self.partitions > 1
         return Cluster(
@@ -197,6 +201,7 @@ class Scenario:
             transactional_ids=self._clients("transactional_id", "producer"),
             groups=self._clients("group_id", "consumer"),
             replication=self.replication,
+            rules=rules,
         )
 
 
@@ -529,12 +534,16 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
 
 
 def replay(
-    scenario: Scenario, overrides: Mapping[str, Any] | None = None, *, checks: bool = True
+    scenario: Scenario,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    checks: bool = True,
+    rules: Rules | None = None,
 ) -> tuple[Cluster, list[str]]:
     """Run every step; returns the cluster and the mismatches of its check steps (``check``
     steps describe the scenario as written, so a variant runs them with ``checks=False``)."""
     try:
-        cluster = scenario.cluster(overrides)
+        cluster = scenario.cluster(overrides, rules=rules)
     except ConfigError as err:
         raise ScenarioError(f"{scenario.name}: config: {err}") from None
     mismatches: list[str] = []
@@ -569,14 +578,19 @@ def find_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> Variant | 
 
 
 def run(
-    scenario: Scenario, overrides: Mapping[str, Any] | None = None, variant: Variant | None = None
+    scenario: Scenario,
+    overrides: Mapping[str, Any] | None = None,
+    variant: Variant | None = None,
+    *,
+    rules: Rules | None = None,
 ) -> ScenarioResult:
-    """Replay a scenario (or one of its variants) and check its expectations."""
+    """Replay a scenario (or one of its variants) and check its expectations; ``rules``
+    replaces some of Kafka's rules (:class:`kafkalab.Rules`)."""
     if variant is None and overrides:
         variant = find_variant(scenario, overrides)
     settings = dict(variant.settings) if variant is not None else {}
     settings.update(_normalize_overrides(overrides or {}))
-    cluster, mismatches = replay(scenario, settings, checks=variant is None)
+    cluster, mismatches = replay(scenario, settings, checks=variant is None, rules=rules)
     expect = variant.expect if variant is not None else scenario.expect
     mismatches += check_expect(cluster, expect)
     return ScenarioResult(scenario, variant, cluster, mismatches)

@@ -34,6 +34,7 @@ from kafkalab.protocol.kraft_node import KRaftNode
 from kafkalab.protocol.log import Disk, Log
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
+from kafkalab.protocol.rules import DEFAULT_RULES, Rules
 from kafkalab.protocol.transactions import txn_partition
 from kafkalab.sim.engine import Simulation
 from kafkalab.sim.trace import Trace
@@ -71,6 +72,9 @@ class ReplicaView:
 class Cluster:
     """A simulated Kafka cluster holding one partition.
 
+    ``rules`` replaces some of the brokers' HW and truncation rules with your own functions
+    (:class:`kafkalab.Rules`); by default every broker applies Kafka's.
+
     >>> c = Cluster(brokers=2, leader=2, config={"preset": "0.10"})
     >>> c.produce("m1", acks=1)
     ['m1']
@@ -95,6 +99,7 @@ class Cluster:
         transactional_ids: Iterable[str] = (),
         groups: Iterable[str] = (),
         replication: str = "manual",
+        rules: Rules | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"mode={mode!r} is not allowed: use 'stepped' or 'timed'")
@@ -105,6 +110,11 @@ class Cluster:
         ):
             raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
         self.config = config if isinstance(config, Config) else make_config(config or {})
+        if rules is not None and not isinstance(rules, Rules):
+            raise ConfigError(
+                f"rules={rules!r} is not allowed: use kafkalab.Rules(...) or None for Kafka's"
+            )
+        self.rules = rules or DEFAULT_RULES
         self.mode = mode
         if replication not in ("manual", "auto"):
             raise ConfigError(
@@ -297,6 +307,7 @@ class Cluster:
             auto_fetch=self.mode == "timed" or self.replication == "auto",
             controller_nodes=nodes,
             clean_restart=clean,
+            rules=self.rules,
         )
         self.sim.add(b, broker, b)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kafkalab.config import Config, make_config
 from kafkalab.errors import ConfigError
+from kafkalab.protocol.rules import Rules
 from kafkalab.sim.cluster import Cluster
 
 __all__ = ["Fault", "RunResult", "Workload", "random_faults", "simulate"]
@@ -176,12 +177,14 @@ def simulate(
     loss_rate: float = 0.0,
     keep_cluster: bool = False,
     digest: bool = False,
+    rules: Rules | None = None,
 ) -> RunResult | tuple[RunResult, Cluster]:
     """Run one timed simulation: produce steadily for ``duration_ms`` while ``faults`` happen,
     then heal every link, restart every broker and let it settle for ``settle_ms``.
 
     ``faults=None`` draws :func:`random_faults` from ``seed``; pass ``[]`` for none. ``digest``
-    adds the SHA-256 of the trace to the result (it can cost a third of the run)."""
+    adds the SHA-256 of the trace to the result (it can cost a third of the run). ``rules``
+    replaces some of Kafka's rules (:class:`kafkalab.Rules`)."""
     cfg = config if isinstance(config, Config) else make_config(config or {})
     workload = workload or Workload()
     if faults is None:
@@ -195,6 +198,7 @@ def simulate(
         trace_messages=trace_messages,
         check_invariants=check_invariants,
         loss_rate=loss_rate,
+        rules=rules,
     )
     produced = _schedule_workload(cluster, workload, duration_ms)
     for f in faults:

@@ -1,0 +1,145 @@
+"""Checks for "write a scenario file that produces anomaly X": run the learner's YAML through the
+scenario runner and report what happened next to what was asked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalab.errors import KafkalabError
+from kafkalab.grading.checks import ELLIPSIS_HINT, Feedback, time_limit
+from kafkalab.sim.cluster import Cluster
+
+__all__ = [
+    "ANOMALIES",
+    "Want",
+    "check_scenario_text",
+]
+
+
+@dataclass(frozen=True)
+class Want:
+    """One thing the scenario must make happen: a sentence for the learner and a test of the
+    finished cluster."""
+
+    what: str
+    test: Callable[[Cluster], bool]
+
+
+def _produces_all_use_acks_all(c: Cluster) -> bool:
+    sent = c.trace.of_kind("produce")
+    return bool(sent) and all(e.data.get("acks") == -1 for e in sent)
+
+
+def _rejected_controller_writes(c: Cluster) -> int:
+    return len(c.trace.of_kind("zk_write_rejected", "stale_controller_request"))
+
+
+ANOMALIES: dict[str, tuple[Want, ...]] = {
+    "kip101-divergence": (
+        Want(
+            "leader epochs are off (config leader_epochs: false)",
+            lambda c: not c.config.leader_epochs,
+        ),
+        Want("no unclean leader election happens", lambda c: c.report().unclean_elections == 0),
+        Want(
+            "two replicas end up holding different records at the same offset (divergent logs)",
+            lambda c: c.report().divergent,
+        ),
+    ),
+    "acked-loss-with-acks-all": (
+        Want("every produce uses acks=all", _produces_all_use_acks_all),
+        Want(
+            "unclean leader election is off",
+            lambda c: not c.config.unclean_leader_election_enable,
+        ),
+        Want("leader epochs are on", lambda c: c.config.leader_epochs),
+        Want(
+            "a record the producer saw acknowledged is missing from the leader's log at the end",
+            lambda c: bool(c.report().lost_acked),
+        ),
+    ),
+    "zombie-controller": (
+        Want(
+            "the cluster runs in ZooKeeper mode (controller_mode: zk)",
+            lambda c: c.config.controller_mode == "zk",
+        ),
+        Want(
+            "a second controller is elected (controller epoch 2 or more)",
+            lambda c: c.controller_epoch >= 2,
+        ),
+        Want(
+            "the replaced controller still acts, and its write or request is refused for its old "
+            "controller epoch",
+            lambda c: _rejected_controller_writes(c) > 0,
+        ),
+    ),
+}
+
+
+def check_scenario_text(
+    text: Any,
+    anomaly: str,
+    *,
+    seconds: float | None = None,
+) -> Cluster:
+    """Run the scenario YAML ``text`` and check it produces ``anomaly`` (a key of
+    :data:`ANOMALIES`). Returns the finished cluster; raises :class:`Feedback` saying which
+    requirement failed and what the run did instead."""
+    from kafkalab import scenarios
+
+    if text is None or text is Ellipsis or str(text).strip() in ("", "..."):
+        raise Feedback(f"the scenario is empty: {ELLIPSIS_HINT} (a YAML text)")
+    wants = ANOMALIES[anomaly]
+    with time_limit(seconds, "your scenario"):
+        try:
+            s = scenarios.parse(str(text), "your scenario")
+            cluster, _ = scenarios.replay(s)
+        except KafkalabError as err:
+            raise Feedback(f"your scenario does not run: {err}") from None
+    missing = [w for w in wants if not w.test(cluster)]
+    if missing:
+        raise Feedback(_explain(cluster, wants, missing, len(s.steps)))
+    return cluster
+
+
+def _explain(cluster: Cluster, wants: Sequence[Want], missing: Sequence[Want], steps: int) -> str:
+    lines = [f"Your scenario ran {steps} step(s). What was asked:"]
+    lines += [f"  [{' ' if w in missing else 'x'}] {w.what}" for w in wants]
+    report = cluster.report()
+    lines.append("What happened:")
+    lines.append(
+        f"  leader {cluster.leader} in epoch {cluster.leader_epoch}, ISR {sorted(cluster.isr)}, "
+        f"controller epoch {cluster.controller_epoch}"
+    )
+    for b, values in cluster.logs().items():
+        lines.append(f"  broker {b} log: {values}")
+    lines.append(f"  acknowledged: {report.acked}; acknowledged but lost: {report.lost_acked}")
+    lines.append(
+        f"  divergent logs: {'yes' if report.divergent else 'no'}; errors: {report.errors}"
+    )
+    lines += _key_events(cluster)
+    return "\n".join(lines)
+
+
+_KEY_KINDS = (
+    "truncate",
+    "partition_state",
+    "controller_elected",
+    "controller_resigned",
+    "zk_write_rejected",
+    "stale_controller_request",
+    "produce_result",
+)
+
+
+def _key_events(cluster: Cluster, limit: int = 8) -> list[str]:
+    events = cluster.trace.of_kind(*_KEY_KINDS)[-limit:]
+    if not events:
+        return []
+    lines = [f"  the last {len(events)} key event(s) of the trace:"]
+    for e in events:
+        fields = ", ".join(f"{k}={v!r}" for k, v in sorted(e.data.items()) if k != "tp")
+        lines.append(f"    {e.time_ms:>6} ms  {e.node}  {e.kind}  {fields}")
+    return lines

@@ -1,0 +1,123 @@
+"""The graded exercises: each source notebook generates the committed student and solution
+notebooks; a fresh student notebook shows every question failing; every solution passes every
+public and hidden test (its stored check outputs say so, and ``make test`` re-runs it under
+nbval to compare)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+
+from kafkalab.grading import assignments
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = assignments.source_notebooks(ROOT)
+KERNEL = "python3"
+UNSTABLE = re.compile(r"\bat 0x[0-9a-f]+|(?<![\w.])/(?:home|root|tmp|work|Users|usr)/")
+
+
+def _checks(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("grader.check(")]
+
+
+def _question(cell: nbformat.NotebookNode) -> str:
+    return cell.source.split('"')[1]
+
+
+def _plain(cell: nbformat.NotebookNode) -> str:
+    return "".join(
+        o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs
+    )
+
+
+def test_every_lesson_with_simulator_features_has_an_assignment() -> None:
+    assert {"03-hw-leo", "04-isr", "05-controller", "06-leader-epoch", "07-acks-min-isr"} <= set(
+        SOURCES
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_source_has_questions_with_public_and_hidden_tests(name: str) -> None:
+    solution = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    tests = solution.metadata["otter"]["tests"]
+    assert len(tests) >= 2, f"{name}: at least two questions"
+    for question, code in tests.items():
+        assert "hidden=False" in code, f"{name}/{question}: a public test gives feedback"
+        assert "points=" in code and "points=None" not in code, f"{name}/{question}: points"
+    assert any("hidden=True" in code for code in tests.values()), f"{name}: hidden tests"
+
+
+def test_committed_notebooks_are_what_the_sources_generate() -> None:
+    problems = assignments.out_of_sync(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def test_out_of_sync_names_an_edited_or_missing_notebook(tmp_path: Path) -> None:
+    name = next(iter(SOURCES))
+    for folder in ("exercises/source", "exercises", "solutions"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    shutil.copy(SOURCES[name], tmp_path / "exercises" / "source")
+    shutil.copy(ROOT / "exercises" / f"{name}.ipynb", tmp_path / "exercises")
+    edited = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    edited.cells[1].source += "\nan edit made by hand"
+    nbformat.write(edited, tmp_path / "solutions" / f"{name}.ipynb")
+    assert assignments.out_of_sync(tmp_path) == [
+        f"solutions/{name}.ipynb differs from exercises/source/{name}.ipynb: run make exercises"
+    ]
+    (tmp_path / "exercises" / f"{name}.ipynb").unlink()
+    assert f"exercises/{name}.ipynb is missing: run make exercises" in assignments.out_of_sync(
+        tmp_path
+    )
+
+
+def test_assign_is_deterministic(tmp_path: Path) -> None:
+    name = next(iter(SOURCES))
+    first = assignments.assign(SOURCES[name], tmp_path / "a")
+    second = assignments.assign(SOURCES[name], tmp_path / "b")
+    assert first.student.read_bytes() == second.student.read_bytes()
+    assert first.solution.read_bytes() == second.solution.read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_student_notebook_runs_and_shows_every_question_failing(name: str, tmp_path: Path) -> None:
+    path = ROOT / "exercises" / f"{name}.ipynb"
+    student = nbformat.read(path, as_version=4)
+    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), (
+        f"{name}: the student notebook is handed out without outputs"
+    )
+    out = tmp_path / path.name
+    papermill.execute_notebook(
+        str(path), str(out), kernel_name=KERNEL, cwd=str(path.parent), progress_bar=False
+    )
+    executed = nbformat.read(out, as_version=4)
+    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"], f"{name}: a cell raised"
+    checks = _checks(executed)
+    solution = nbformat.read(ROOT / "solutions" / path.name, as_version=4)
+    assert {_question(c) for c in checks} == set(solution.metadata["otter"]["tests"])
+    for cell in checks:
+        text = _plain(cell)
+        assert "Test case failed" in text, f"{name}/{_question(cell)} should fail unanswered"
+        assert "Feedback: " in text, f"{name}/{_question(cell)}: the failure explains itself"
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_solution_is_stored_passing_every_public_and_hidden_test(name: str) -> None:
+    solution = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    questions = set(solution.metadata["otter"]["tests"])
+    checks = _checks(solution)
+    assert {_question(c) for c in checks} == questions
+    for cell in checks:
+        assert cell.execution_count is not None, f"{name}: run make exercises to store outputs"
+        assert "All test cases passed!" in _plain(cell), f"{name}/{_question(cell)} fails"
+    for cell in solution.cells:
+        for output in cell.get("outputs", []):
+            text = _plain(cell)
+            found = UNSTABLE.search(text)
+            assert found is None, f"{name} stores an unstable output: {found.group(0)!r}"
+            assert output.output_type != "error", f"{name} stores an error"

@@ -1,0 +1,110 @@
+"""Grading a folder of submissions into a CSV, without Docker: full marks, zeros for what is
+unanswered, and a submission that raises or loops forever is graded, not hung."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kafkalab.cli import main
+from kafkalab.grading import assignments
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "03-hw-leo"
+CORRECT_LEADER_HW = (
+    "def leader_hw(hw, leader_leo, isr, remote_leos):\n"
+    "    return max(hw, min([leader_leo] + [v for r, v in remote_leos.items() if r in isr]))"
+)
+
+
+def _variant(target: Path, answers: dict[str, str]) -> None:
+    """The student notebook with some answer cells replaced (by their first line)."""
+    nb = nbformat.read(ROOT / "exercises" / f"{NAME}.ipynb", as_version=4)
+    for cell in nb.cells:
+        for start, source in answers.items():
+            if cell.source.startswith(start):
+                cell.source = source
+    nbformat.write(nb, target)
+
+
+@pytest.fixture(scope="module")
+def submissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("submissions")
+    (folder / "full.ipynb").write_bytes((ROOT / "solutions" / f"{NAME}.ipynb").read_bytes())
+    (folder / "blank.ipynb").write_bytes((ROOT / "exercises" / f"{NAME}.ipynb").read_bytes())
+    _variant(
+        folder / "raises.ipynb",
+        {
+            "def follower_hw": "def follower_hw(leader_hw, follower_leo):\n    return 1 / 0",
+            "predicted_hw": "predicted_hw = {1: 2, 2: 0, 3: 0}",
+        },
+    )
+    _variant(
+        folder / "loops.ipynb",
+        {
+            "def follower_hw": "def follower_hw(leader_hw, follower_leo):\n    while True:\n"
+            "        pass",
+            "def leader_hw": CORRECT_LEADER_HW,
+            "predicted_hw": "while True:\n    pass",  # a cell that never ends
+        },
+    )
+    other = nbformat.read(ROOT / "exercises" / "04-isr.ipynb", as_version=4)
+    nbformat.write(other, folder / "wrong-assignment.ipynb")
+    return folder
+
+
+def test_grade_a_folder_into_a_csv(submissions: Path, tmp_path: Path) -> None:
+    out = tmp_path / "grades.csv"
+    code = main(
+        [
+            "grade",
+            str(submissions),
+            "--assignment",
+            NAME,
+            "--out",
+            str(out),
+            "--cell-timeout",
+            "8",
+            "--time-limit",
+            "2",
+        ]
+    )
+    assert code == 0
+    rows = {r["submission"]: r for r in csv.DictReader(out.open())}
+    header = ["submission", "follower_hw", "leader_hw", "predict_hw", "total", "possible"]
+    assert list(next(iter(rows.values())))[:6] == header
+    got = {
+        name: (r["follower_hw"], r["leader_hw"], r["predict_hw"], r["total"], r["status"])
+        for name, r in rows.items()
+    }
+    assert got["full.ipynb"] == ("4", "5", "3", "12", "graded")
+    assert got["blank.ipynb"] == ("0", "0", "0", "0", "graded")
+    assert got["raises.ipynb"] == ("0", "0", "3", "3", "graded")
+    assert got["loops.ipynb"] == ("0", "5", "0", "5", "graded")
+    assert got["wrong-assignment.ipynb"][:4] == ("0", "0", "0", "0")
+    assert got["wrong-assignment.ipynb"][4].startswith("error: ")
+    assert {r["possible"] for r in rows.values()} == {"12"}
+
+
+def test_a_submission_over_its_time_budget_scores_zero(submissions: Path, tmp_path: Path) -> None:
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "full.ipynb").write_bytes((submissions / "full.ipynb").read_bytes())
+    rows = assignments.grade_folder(one, NAME, tmp_path / "g.csv", submission_timeout_s=1)
+    assert [(r.submission, r.total, r.status) for r in rows] == [
+        ("full.ipynb", 0, "timed out after 1 s")
+    ]
+
+
+def test_bad_grade_arguments_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["grade", str(tmp_path), "--assignment", "99-nope", "--out", "g.csv"]) == 2
+    assert "assignment '99-nope' does not exist: use one of 03-hw-leo" in capsys.readouterr().err
+    assert main(["grade", str(tmp_path / "x"), "--assignment", NAME, "--out", "g.csv"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["grade", str(tmp_path), "--assignment", NAME, "--out", "g.csv"]) == 2
+    assert "holds no .ipynb or .zip submissions" in capsys.readouterr().err

@@ -1,0 +1,101 @@
+"""The replaceable rules: Kafka's versions as pure functions, and a cluster that applies a
+learner's version instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalab import Cluster, ConfigError, Rules, scenarios
+from kafkalab.protocol.rules import (
+    DEFAULT_RULES,
+    end_offset_for,
+    follower_hw,
+    leader_hw,
+    truncation_offset,
+)
+
+
+def test_follower_hw_never_passes_the_followers_own_leo() -> None:
+    assert follower_hw(3, 5) == 3
+    assert follower_hw(5, 3) == 3  # a partial fetch: the follower holds less than is committed
+
+
+def test_leader_hw_waits_for_the_isr_only_and_never_goes_back() -> None:
+    assert leader_hw(0, 5, {1, 2, 3}, {2: 4, 3: 2}) == 2
+    assert leader_hw(0, 5, {1, 2}, {2: 4, 3: 2}) == 4  # 3 is out of the ISR
+    assert leader_hw(3, 5, {1, 2}, {2: -1}) == 3  # a new leader that knows no LEO yet
+    assert leader_hw(0, 5, {1}, {}) == 5  # an ISR of one: the leader alone
+
+
+def test_end_offset_for_answers_like_the_epoch_cache() -> None:
+    epochs = [(0, 0), (2, 4), (5, 9)]
+    assert end_offset_for(epochs, 12, 5) == (5, 12)  # latest epoch ends at the LEO
+    assert end_offset_for(epochs, 12, 2) == (2, 9)
+    assert end_offset_for(epochs, 12, 3) == (2, 9)  # unknown epoch: the largest one below it
+    assert end_offset_for(epochs, 12, 6) == (-1, -1)
+    assert end_offset_for([], 0, 0) == (-1, -1)
+
+
+def test_truncation_offset_follows_kip101_and_kip279() -> None:
+    assert truncation_offset(-1, -1, [(0, 0)], 3, 2) == (2, True)  # undefined: back to HW
+    assert truncation_offset(-1, 1, [(0, 0)], 3, 2) == (1, True)  # KIP-101: the leader's end
+    assert truncation_offset(-1, 5, [(0, 0)], 3, 2) == (3, True)  # never past the own LEO
+    # KIP-279: this replica's epoch 1 ends at 4 and the leader's at 3: same epoch, min of ends.
+    assert truncation_offset(1, 3, [(0, 0), (1, 2), (2, 4)], 6, 0) == (3, True)
+    # The leader answers epoch 1, which this replica never saw: its own epochs up to 1 end at 4
+    # (where its epoch 2 starts), so it truncates there and asks again with epoch 0.
+    assert truncation_offset(1, 3, [(0, 0), (2, 4)], 6, 0) == (4, False)
+
+
+def test_rules_must_be_functions() -> None:
+    with pytest.raises(ConfigError, match="follower_hw=3 is not allowed"):
+        Rules(follower_hw=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="rules='mine' is not allowed"):
+        Cluster(brokers=2, rules="mine")  # type: ignore[arg-type]
+
+
+def test_replaced_names_the_rules_that_differ() -> None:
+    assert DEFAULT_RULES.replaced() == []
+    assert Rules(follower_hw=min).replaced() == ["follower_hw"]
+
+
+def test_a_cluster_applies_a_replaced_follower_rule() -> None:
+    def eager(leader_hw: int, follower_leo: int) -> int:
+        return follower_leo  # wrong on purpose: claims everything it holds is committed
+
+    kafka, mine = Cluster(brokers=2, leader=1), Cluster(brokers=2, leader=1, rules=Rules(eager))
+    for c in (kafka, mine):
+        c.produce("m1")
+        c.fetch(2)
+    assert kafka.replica(2).hw == 0
+    assert mine.replica(2).hw == 1
+
+
+def test_a_cluster_applies_a_replaced_leader_rule() -> None:
+    def leader_leo_only(hw: int, leader_leo: int, isr: object, remote_leos: object) -> int:
+        return leader_leo  # wrong on purpose: waits for no follower
+
+    c = Cluster(brokers=3, rules=Rules(leader_hw=leader_leo_only))
+    c.produce("m1", acks="all")
+    assert c.replica(1).hw == 1  # committed before any follower has fetched
+    assert c.report().acked == ["m1"]
+
+
+def test_kip101_divergence_comes_back_when_the_truncation_rule_falls_back_to_the_hw() -> None:
+    def old_rule(epoch: int, end: int, epochs: object, leo: int, hw: int) -> tuple[int, bool]:
+        return hw, True  # the pre-0.11 rule, even with leader epochs on
+
+    s = scenarios.get("kip101-divergence")
+    fixed = scenarios.run(s, {"leader_epochs": True})
+    broken = scenarios.run(s, {"leader_epochs": True}, rules=Rules(truncation_offset=old_rule))
+    assert fixed.ok and not fixed.cluster.report().divergent
+    assert broken.cluster.report().divergent
+
+
+def test_the_leader_answers_with_the_replaced_end_offset_rule() -> None:
+    def nothing_known(epochs: object, leo: int, epoch: int) -> tuple[int, int]:
+        return -1, -1  # the follower then falls back to its HW
+
+    s = scenarios.get("kip101-divergence")
+    broken = scenarios.run(s, {"leader_epochs": True}, rules=Rules(end_offset_for=nothing_known))
+    assert broken.cluster.report().divergent
