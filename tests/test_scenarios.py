@@ -64,6 +64,7 @@ def test_catalog_covers_the_required_failures_and_fixes() -> None:
         "txn-coordinator-failover",
         "consumer-at-least-once",
         "consumer-at-most-once",
+        "consumer-auto-commit",
         "eos-consume-transform-produce",
     }
     assert required <= set(CATALOG)

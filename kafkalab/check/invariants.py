@@ -53,6 +53,7 @@ class Report:
     isr_expands: int = 0
     unclean_elections: int = 0
     duplicates: list[str] = field(default_factory=list)  # values held twice by a leader
+    reordered: list[str] = field(default_factory=list)  # written after a record sent later
     consumed: dict[str, list[str]] = field(default_factory=dict)  # what each consumer read
     processed: dict[str, list[str]] = field(default_factory=dict)  # what it processed
     aborted_reads: list[str] = field(default_factory=list)  # read_committed saw an aborted record
@@ -92,6 +93,8 @@ class Report:
             lines.append("client errors: " + ", ".join(f"{k}: {v}" for k, v in self.errors.items()))
         if self.duplicates:
             lines.append(f"duplicated records: {self.duplicates}")
+        if self.reordered:
+            lines.append(f"records written out of send order: {self.reordered}")
         for name, values in self.consumed.items():
             lines.append(f"consumer {name} read: {values}")
         if self.aborted_reads:
@@ -302,8 +305,35 @@ def build_report(cluster: Cluster) -> Report:
         isr_expands=mon.isr_expands,
         unclean_elections=mon.unclean_elections,
         duplicates=_duplicates(cluster),
+        reordered=_reordered(cluster),
         **_client_outcomes(cluster),
     )
+
+
+def _reordered(cluster: Cluster) -> list[str]:
+    """Records of a named producer that its partition leader holds after a record the producer
+    sent later (a retry overtaken by a later batch: max.in.flight > 1 without idempotence)."""
+    sent: dict[tuple[str, str], int] = {}  # (partition, value) -> send order
+    for e in cluster.trace.events:
+        if e.kind == "produce" and e.data.get("attempt") == 1:
+            for value in e.data["values"]:
+                sent.setdefault((e.data["tp"], value), len(sent))
+    found: list[str] = []
+    states = cluster.partition_states()
+    for tp in cluster.partitions():
+        leader = states[tp].leader
+        logs = _logs(cluster, tp)
+        if tp.startswith("__") or leader not in logs:
+            continue
+        highest = -1
+        for rec in logs[leader].records:
+            order = sent.get((tp, rec.value))
+            if order is None:
+                continue
+            if order < highest and rec.value not in found:
+                found.append(rec.value)
+            highest = max(highest, order)
+    return found
 
 
 def _client_outcomes(cluster: Cluster) -> dict[str, Any]:

@@ -624,16 +624,7 @@ class Broker:
                 )
                 return original.first_offset, original.last_offset
             if verdict != "APPEND":
-                ctx.emit(
-                    "produce_rejected",
-                    broker=self.id,
-                    tp=r.tp,
-                    error=verdict,
-                    producer_id=req.producer_id,
-                    sequence=req.base_sequence,
-                )
-                if req.acks != 0:
-                    ctx.send(src, m.ProduceResponse(r.tp, req.correlation_id, verdict))
+                self._reject(ctx, src, req, verdict)
                 return None
             producer = (req.producer_id, req.producer_epoch, req.base_sequence)
             transactional = bool(req.transactional_id)
@@ -785,18 +776,22 @@ class Broker:
             return
         client, req = self._verifying.pop(resp.correlation_id)
         if resp.error != m.NONE:
-            ctx.emit(
-                "produce_rejected",
-                broker=self.id,
-                tp=req.tp,
-                error=resp.error,
-                producer_id=req.producer_id,
-                sequence=req.base_sequence,
-            )
-            if req.acks != 0:
-                ctx.send(client, m.ProduceResponse(req.tp, req.correlation_id, resp.error))
+            self._reject(ctx, client, req, resp.error)
             return
         self._on_produce(ctx, client, req, verified=True)
+
+    def _reject(self, ctx: Context, src: Any, req: m.ProduceRequest, error: str) -> None:
+        """Refuse a producer's batch without appending it."""
+        ctx.emit(
+            "produce_rejected",
+            broker=self.id,
+            tp=req.tp,
+            error=error,
+            producer_id=req.producer_id,
+            sequence=req.base_sequence,
+        )
+        if req.acks != 0:
+            ctx.send(src, m.ProduceResponse(req.tp, req.correlation_id, error))
 
     def _on_write_markers(self, ctx: Context, src: Any, req: m.WriteTxnMarkersRequest) -> None:
         """KafkaApis.handleWriteTxnMarkersRequest: the leader appends the COMMIT or ABORT

@@ -122,6 +122,7 @@ EXPECT_KEYS = (
     "under_replicated_partitions",
     "partitions",
     "duplicates",
+    "reordered",
     "consumed",
     "processed",
     "aborted_reads",
