@@ -22,7 +22,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export JUPYTER_PREFER_ENV_PATH := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test install lint bench notebooks clean distclean
+.PHONY: help lab test install lint bench notebooks clean distclean datasets datasets-small
 
 help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
@@ -31,6 +31,8 @@ help:
 	@echo "make lint       ruff check"
 	@echo "make bench      run every benchmarks/*.py and print its figures"
 	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
+	@echo "make datasets-small  regenerate the shipped campaign datasets/small and its schema"
+	@echo "make datasets   generate the large campaign in datasets/large (minutes, on Spark)"
 	@echo "make clean      remove caches and build leftovers (keeps $(VENV))"
 	@echo "make distclean  clean, and remove $(VENV) too"
 
@@ -59,6 +61,14 @@ bench: install
 
 notebooks: install
 	$(BIN)/python tools/execute_notebooks.py
+
+datasets-small: install
+	$(BIN)/python -m kafkalab.campaign.schema > datasets/schema.json.tmp
+	mv datasets/schema.json.tmp datasets/schema.json
+	$(BIN)/kafkalab campaign run small --out datasets/small --overwrite --no-progress
+
+datasets: install
+	$(BIN)/kafkalab campaign run large --out datasets/large
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info

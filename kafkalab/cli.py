@@ -6,6 +6,8 @@
                                        [--trace FILE]
     kafkalab simulate [--seed N] [--brokers N] [--duration-ms MS] [--set key=value ...]
                       [--no-faults] [--json] [--trace FILE]
+    kafkalab campaign list | show SPEC | validate SPEC
+    kafkalab campaign run SPEC --out PATH [--master local[*]] [--overwrite] [--no-progress]
 
 Exit codes: 0 when every expectation holds, 1 when one does not (with a readable diff), 2 for a
 malformed file, a bad setting or an impossible step (one line, no traceback).
@@ -24,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from kafkalab.campaign.command import add_campaign_parser, campaign_command
 from kafkalab.errors import KafkalabError, ScenarioError
 
 __all__ = ["main"]
@@ -72,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--no-faults", action="store_true", help="run without faults")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines to FILE")
+    add_campaign_parser(sub)
     return parser
 
 
@@ -80,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "campaign":
+            return campaign_command(args)
         if args.action == "list":
             return _list()
         if args.action == "show":

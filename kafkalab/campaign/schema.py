@@ -151,3 +151,9 @@ def schema_document() -> dict[str, Any]:
         "tables": {"trials": table(TRIALS), "events": table(EVENTS)},
         "events_excluded_kinds": sorted(EXCLUDED_KINDS),
     }
+
+
+if __name__ == "__main__":  # python -m kafkalab.campaign.schema > datasets/schema.json
+    import json
+
+    print(json.dumps(schema_document(), indent=2))

@@ -235,7 +235,7 @@ def _zk_isolation(
     b = rng.randint(1, brokers)
     if busy[b] > t or busy["zk"] > t:
         return []
-    busy[b] = t + down + 1
+    busy[b] = busy["zk"] = t + down + 1
     return [Fault(t, "disconnect", (b, "zk")), Fault(t + down, "reconnect", (b, "zk"))]
 
 
