@@ -65,7 +65,8 @@ notebooks: install
 datasets-small: install
 	$(BIN)/python -m kafkalab.campaign.schema > datasets/schema.json.tmp
 	mv datasets/schema.json.tmp datasets/schema.json
-	$(BIN)/kafkalab campaign run small --out datasets/small --overwrite --no-progress
+	rm -rf datasets/small  # from scratch: a resume would keep parts the old code wrote
+	$(BIN)/kafkalab campaign run small --out datasets/small --no-progress
 
 datasets: install
 	$(BIN)/kafkalab campaign run large --out datasets/large

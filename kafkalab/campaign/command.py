@@ -1,10 +1,10 @@
 """``kafkalab campaign``: list, show, validate and run campaign specs.
 
-    kafkalab campaign list
-    kafkalab campaign show SPEC
-    kafkalab campaign validate SPEC
-    kafkalab campaign run SPEC --out PATH [--master local[*]|spark://...|yarn] [--overwrite]
-                                          [--no-progress]
+kafkalab campaign list
+kafkalab campaign show SPEC
+kafkalab campaign validate SPEC
+kafkalab campaign run SPEC --out PATH [--master local[*]|spark://...|yarn] [--overwrite]
+                                      [--no-progress]
 """
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ def add_campaign_parser(sub: Any) -> None:
         default="local[*]",
         help="Spark master: local[*] (default), local[N], spark://host:port, yarn",
     )
-    run.add_argument(
-        "--overwrite", action="store_true", help="replace another campaign in --out"
-    )
+    run.add_argument("--overwrite", action="store_true", help="replace another campaign in --out")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
