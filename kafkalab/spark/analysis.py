@@ -167,20 +167,22 @@ def _pct_name(q: float) -> str:
     return f"{q * 100:g}".replace(".", "_")
 
 
-def isr_changes(events: DataFrame) -> DataFrame:
-    """Every committed ISR change (controller's partition_state events) with its direction and
-    the next change of the same trial: trial_id, seq, time_ms, isr_size, change, next_change,
-    next_time_ms."""
+def isr_changes(events: DataFrame, trials: DataFrame) -> DataFrame:
+    """Every committed ISR change (the controller's partition_state events) with its direction
+    and the next change of the same trial: trial_id, seq, time_ms, isr_size, change,
+    next_change, next_time_ms. The ISR starts as every replica, as in the run's report."""
     w = Window.partitionBy("trial_id").orderBy("seq")
     states = events.filter(F.col("kind") == "partition_state").select(
         "trial_id", "seq", "time_ms", "isr_size"
     )
     changes = (
-        states.withColumn("prev", F.lag("isr_size").over(w))
-        .filter(F.col("prev").isNotNull() & (F.col("isr_size") != F.col("prev")))
+        states.join(trials.select("trial_id", "replication_factor"), "trial_id")
+        .withColumn("prev", F.coalesce(F.lag("isr_size").over(w), F.col("replication_factor")))
+        .filter(F.col("isr_size") != F.col("prev"))
         .withColumn(
             "change", F.when(F.col("isr_size") < F.col("prev"), "shrink").otherwise("expand")
         )
+        .drop("replication_factor", "prev")
     )
     return changes.withColumn("next_change", F.lead("change").over(w)).withColumn(
         "next_time_ms", F.lead("time_ms").over(w)
@@ -204,7 +206,7 @@ def isr_flapping(
         & (F.col("next_time_ms") - F.col("time_ms") <= within_ms)
     )
     per_trial = (
-        isr_changes(events)
+        isr_changes(events, trials)
         .groupBy("trial_id")
         .agg(
             F.sum((F.col("change") == "shrink").cast("long")).alias("shrinks"),
