@@ -21,7 +21,7 @@ duckdb = pytest.importorskip("duckdb")
 from kafkalab.campaign import generate, load_spec, read_manifest  # noqa: E402
 from kafkalab.cli import main  # noqa: E402
 from kafkalab.spark import analysis as q  # noqa: E402
-from kafkalab.spark import plots  # noqa: E402
+from kafkalab.spark import plots, reference  # noqa: E402
 from kafkalab.spark.generate import run_campaign, spark_map_units  # noqa: E402
 from kafkalab.spark.session import find_java_home, spark_session  # noqa: E402
 
@@ -37,7 +37,7 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny campaign generated in this process, without Spark."""
     out = tmp_path_factory.mktemp("ref") / "tiny"
     generate(load_spec("tiny"), out)
@@ -56,14 +56,14 @@ def _files(folder: Path) -> dict[str, str]:
 
 
 def test_spark_writes_the_same_bytes_as_the_plain_run(
-    spark: Any, reference: Path, tmp_path: Path
+    spark: Any, plain: Path, tmp_path: Path
 ) -> None:
     summary = run_campaign(load_spec("tiny"), tmp_path / "s", spark=spark, progress=False)
     assert (summary.units, summary.written, summary.trials) == (4, 4, 12)
-    assert _files(tmp_path / "s") == _files(reference)
+    assert _files(tmp_path / "s") == _files(plain)
 
 
-def test_a_stopped_spark_run_resumes(spark: Any, reference: Path, tmp_path: Path) -> None:
+def test_a_stopped_spark_run_resumes(spark: Any, plain: Path, tmp_path: Path) -> None:
     out, seen = tmp_path / "stopped", []
 
     def stop_after_one(output: Any) -> None:
@@ -77,11 +77,11 @@ def test_a_stopped_spark_run_resumes(spark: Any, reference: Path, tmp_path: Path
     assert not read_manifest(out)["complete"]  # type: ignore[index]
     summary = run_campaign(load_spec("tiny"), out, spark=spark, progress=False)
     assert (summary.written, summary.skipped) == (3, 1)
-    assert _files(out) == _files(reference)
+    assert _files(out) == _files(plain)
 
 
 def test_the_command_runs_resumes_and_refuses_another_campaign(
-    spark: Any, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, plain: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = str(tmp_path / "cli")
     args = ["campaign", "run", "tiny", "--out", out, "--master", "local[2]", "--no-progress"]
@@ -89,7 +89,7 @@ def test_the_command_runs_resumes_and_refuses_another_campaign(
     assert "4 parts (4 written now, 0 already there" in capsys.readouterr().out
     assert main(args) == 0
     assert "(0 written now, 4 already there)" in capsys.readouterr().out
-    assert _files(Path(out)) == _files(reference)
+    assert _files(Path(out)) == _files(plain)
     other = tmp_path / "other.yaml"
     text = (ROOT / "kafkalab" / "campaign" / "specs" / "tiny.yaml").read_text()
     other.write_text(text.replace("seeds: 6", "seeds: 3"))
@@ -100,7 +100,7 @@ def test_the_command_runs_resumes_and_refuses_another_campaign(
     assert read_manifest(out)["rows"]["trials"] == 6  # type: ignore[index]
 
 
-def test_spark_submit_runs_the_generator(reference: Path, tmp_path: Path) -> None:
+def test_spark_submit_runs_the_generator(plain: Path, tmp_path: Path) -> None:
     submit = Path(sys.executable).parent / "spark-submit"
     if not submit.is_file():
         pytest.skip("no spark-submit next to this Python")
@@ -122,7 +122,7 @@ def test_spark_submit_runs_the_generator(reference: Path, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "trials: 12 rows" in done.stdout
-    assert _files(out) == _files(reference)
+    assert _files(out) == _files(plain)
 
 
 # ---- analysis, against DuckDB and pandas ------------------------------------------------------
@@ -135,10 +135,7 @@ def small(spark: Any) -> q.Campaign:
 
 @pytest.fixture(scope="module")
 def db() -> Any:
-    con = duckdb.connect()
-    con.execute(f"create view trials as select * from read_parquet('{SMALL}/trials/*.parquet')")
-    con.execute(f"create view events as select * from read_parquet('{SMALL}/events/*.parquet')")
-    return con
+    return reference.connect(SMALL)
 
 
 def _rows(df: Any) -> list[dict[str, Any]]:
@@ -146,18 +143,19 @@ def _rows(df: Any) -> list[dict[str, Any]]:
 
 
 def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
     if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None:
-            return a is b
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
     return a == b
 
 
-def _assert_same(spark_rows: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
-    assert len(spark_rows) == len(expected) and spark_rows
-    for got, want in zip(spark_rows, expected, strict=True):
+def _assert_same(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    assert len(got) == len(expected) and got
+    for row, want in zip(got, expected, strict=True):
+        assert set(row) == set(want), (row, want)
         for key, value in want.items():
-            assert _close(got[key], value), (key, got, want)
+            assert _close(row[key], value), (key, row, want)
 
 
 def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -167,53 +165,81 @@ def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def test_loss_probability_matches_duckdb(small: q.Campaign, db: Any) -> None:
+def test_loss_probability_matches_duckdb_and_the_formula(small: q.Campaign, db: Any) -> None:
     got = _rows(q.loss_probability(small.trials))
-    expected = []
-    for cid, label, n, k, lost, acked in db.execute(
-        "select config_id, config_label, count(*), sum((lost_acked > 0)::int), sum(lost_acked),"
-        " sum(acked) from trials group by all order by config_id"
-    ).fetchall():
-        low, high = _wilson(k, n)
-        expected.append(
-            {
-                "config_id": cid,
-                "config_label": label,
-                "trials": n,
-                "lossy_trials": k,
-                "loss_probability": k / n,
-                "ci_low": low,
-                "ci_high": high,
-                "lost_per_acked": lost / acked,
-            }
-        )
+    expected = reference.answer(db, "loss_probability")
     _assert_same(got, expected)
+    for row in expected:
+        assert _close(row["ci_low"], _wilson(row["lossy_trials"], row["trials"])[0])
+        assert _close(row["ci_high"], _wilson(row["lossy_trials"], row["trials"])[1])
+        assert row["ci_low"] <= row["loss_probability"] <= row["ci_high"]
     assert len(got) == 12 and any(r["lossy_trials"] for r in got)
-    assert all(r["ci_low"] <= r["loss_probability"] <= r["ci_high"] for r in got)
 
 
-def test_the_frontier_matches_pandas(small: q.Campaign, db: Any) -> None:
+def test_the_frontier_matches_duckdb_and_pandas(small: q.Campaign, db: Any) -> None:
+    expected = reference.answer(db, "availability_frontier")
+    _assert_same(_rows(q.availability_frontier(small.trials)), expected)
     df = db.execute("select * from trials").df()
     df["lossy"] = (df["lost_acked"] > 0).astype(float)
-    stats = (
-        df.groupby(["config_id", "config_label"])
-        .agg(
-            trials=("trial_id", "size"),
-            loss_probability=("lossy", "mean"),
-            mean_unavailable_ms=("unavailable_ms", "mean"),
-            mean_offline_ms=("offline_ms", "mean"),
-        )
-        .reset_index()
-        .sort_values("config_id")
+    stats = df.groupby("config_id").agg(
+        loss=("lossy", "mean"), unavailable=("unavailable_ms", "mean")
     )
-    points = list(zip(stats["loss_probability"], stats["mean_unavailable_ms"], strict=True))
-    expected = []
-    for row, (loss, unav) in zip(stats.to_dict("records"), points, strict=True):
-        beaten = any((l2 <= loss and u2 <= unav and (l2 < loss or u2 < unav)) for l2, u2 in points)
-        expected.append({**row, "pareto": not beaten})
-    got = _rows(q.availability_frontier(small.trials))
+    points = list(zip(stats["loss"], stats["unavailable"], strict=True))
+    for row, (loss, unav) in zip(expected, points, strict=True):
+        beaten = any(l2 <= loss and u2 <= unav and (l2 < loss or u2 < unav) for l2, u2 in points)
+        assert row["pareto"] is (not beaten)
+        assert _close(row["loss_probability"], loss)
+    assert 0 < sum(r["pareto"] for r in expected) < len(expected)
+
+
+def test_latency_by_acks_matches_duckdb_and_pandas(small: q.Campaign, db: Any) -> None:
+    got = _rows(q.latency_by_acks(small.events, small.trials))
+    _assert_same(got, reference.answer(db, "latency_by_acks"))
+    df = db.execute(
+        "select t.acks, latency_ms from events join trials t using (trial_id)"
+        " where kind = 'produce_result' and error = 'NONE'"
+    ).df()
+    for row in got:
+        lat = df[df["acks"] == row["acks"]]["latency_ms"]
+        assert row["batches"] == len(lat)
+        for q_, col in ((0.5, "p50_ms"), (0.95, "p95_ms"), (0.99, "p99_ms")):
+            assert _close(row[col], float(lat.quantile(q_)))
+    by_acks = {r["acks"]: r for r in got}
+    assert by_acks["all"]["p50_ms"] > by_acks["1"]["p50_ms"]  # acks=all waits for the ISR
+
+
+def test_isr_flapping_matches_duckdb_and_the_report(small: q.Campaign, db: Any) -> None:
+    got = _rows(q.isr_flapping(small.events, small.trials))
+    _assert_same(got, reference.answer(db, "isr_flapping"))
+    # the events tell the same ISR story as each run's own report
+    total = db.execute("select sum(isr_shrinks), sum(isr_expands) from trials").fetchone()
+    shrinks = sum(r["shrinks_per_trial"] * r["trials"] for r in got)
+    expands = sum(r["expands_per_trial"] * r["trials"] for r in got)
+    assert (round(shrinks), round(expands)) == tuple(total)
+
+
+def test_leader_epoch_anomalies_match_duckdb_and_pandas(small: q.Campaign, db: Any) -> None:
+    expected = reference.answer(db, "leader_epoch_anomalies")
+    got = _rows(q.leader_epoch_anomalies(small.trials))
     _assert_same(got, expected)
-    assert 0 < sum(r["pareto"] for r in got) < len(got)
+    df = db.execute("select * from trials").df()
+    flags = {
+        "divergent_rate": df["divergent"],
+        "lost_acked_rate": df["lost_acked"] > 0,
+        "hw_regression_rate": df["hw_regressions"] > 0,
+        "two_leaders_rate": df["two_leaders"] > 0,
+    }
+    for name, flag in flags.items():
+        df[name] = flag.astype(float)
+    df["any_anomaly_rate"] = df[list(flags)].max(axis=1)
+    means = df.groupby(["leader_epochs", "acks"])[[*flags, "any_anomaly_rate"]].mean()
+    for row in got:
+        for name in (*flags, "any_anomaly_rate"):
+            assert _close(row[name], float(means.loc[(row["leader_epochs"], row["acks"]), name]))
+    off = [r for r in got if not r["leader_epochs"]]
+    on = [r for r in got if r["leader_epochs"]]
+    assert max(r["any_anomaly_rate"] for r in off) > 0
+    assert sum(r["divergent_rate"] for r in on) == 0  # leader epochs keep logs identical
 
 
 def test_a_config_without_known_unavailability_is_off_the_frontier(spark: Any) -> None:
@@ -318,6 +344,8 @@ def test_bad_query_options_are_named() -> None:
         q.wilson_interval(q.F.lit(1), q.F.lit(2), 1.5)
     with pytest.raises(ValueError, match="percentile 50"):
         q._pct_name(50)
+    with pytest.raises(ValueError, match="query 'nope' is not one of loss_probability"):
+        reference.answer(None, "nope")
 
 
 # ---- plots ------------------------------------------------------------------------------------

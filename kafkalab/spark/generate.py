@@ -56,9 +56,8 @@ def spark_map_units(spark: Any, *, concurrent_jobs: int | None = None) -> MapUni
                 for future in sorted(finished, key=lambda f: f.result().unit.index):
                     yield future.result()
         finally:
-            for future in running:
-                future.cancel()
-            if running:
+            if running:  # stopped early (Ctrl-C): tasks torn down mid-run are no news
+                sc.setLogLevel("OFF")
                 sc.cancelAllJobs()
             pool.shutdown(wait=True, cancel_futures=True)
 
