@@ -21,3 +21,19 @@ def test_timed_benchmark_runs_and_prints_its_figures() -> None:
     assert out.returncode == 0, out.stderr
     for figure in ("events/s", "bare ev/s", "ratio", "peak memory"):
         assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
+
+
+def test_campaign_benchmark_runs_and_prints_its_figures() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_campaign.py"), "--tiny"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    for figure in ("trials/s", "events/s", "scaling local[2] / local[1]", "spark/duckdb"):
+        assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
+    for query in ("loss_probability", "latency_by_acks", "isr_flapping"):
+        assert query in out.stdout
