@@ -276,6 +276,14 @@ def test_the_trials_row_adds_up() -> None:
                 assert t["unavailable_ms"] % 100 == 0 and t["unavailable_ms"] // 100 <= batches
 
 
+def test_the_package_example_runs() -> None:
+    import doctest
+
+    import kafkalab.campaign
+
+    assert doctest.testmod(kafkalab.campaign).failed == 0
+
+
 def test_percentile_interpolates_linearly() -> None:
     assert percentile([], 0.5) is None
     assert percentile([7], 0.99) == 7.0
