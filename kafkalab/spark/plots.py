@@ -67,20 +67,24 @@ def plot_frontier(result: Any, ax: Any = None, *, label: str = "config_label") -
     return ax
 
 
+def _grouped_bars(ax: Any, df: Any, cols: list[str], labels: list[str], names: list[str]) -> None:
+    """One group of bars per row of ``df``, one bar per column, each column in the legend."""
+    width = 0.8 / max(len(cols), 1)
+    for i, (col, name) in enumerate(zip(cols, names, strict=True)):
+        ax.bar([x + i * width for x in range(len(df))], df[col], width, label=name)
+    ax.set_xticks([x + width * (len(cols) - 1) / 2 for x in range(len(df))])
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.legend(loc="best")
+
+
 def plot_latency(result: Any, ax: Any = None) -> Any:
     """Grouped bars of latency percentiles per acks setting
     (:func:`kafkalab.spark.analysis.latency_by_acks`)."""
     df, ax = _pandas(result), _axes(ax)
     cols = [c for c in df.columns if c.startswith("p") and c.endswith("_ms")]
-    width = 0.8 / max(len(cols), 1)
-    positions = range(len(df))
-    for i, col in enumerate(cols):
-        ax.bar([x + i * width for x in positions], df[col], width, label=col[:-3])
-    ax.set_xticks([x + width * (len(cols) - 1) / 2 for x in positions])
-    ax.set_xticklabels([f"acks={a}" for a in df["acks"]])
+    _grouped_bars(ax, df, cols, [f"acks={a}" for a in df["acks"]], [c[:-3] for c in cols])
     ax.set_ylabel("ms from send to acknowledgement")
     ax.set_title("Produce latency by acks")
-    ax.legend(loc="best")
     return ax
 
 
@@ -91,14 +95,9 @@ def plot_isr_flapping(result: Any, ax: Any = None) -> Any:
     keys = [c for c in df.columns if c not in _FLAP_STATS]
     labels = [", ".join(f"{k}={row[k]}" for k in keys) for _, row in df.iterrows()]
     cols = ["shrinks_per_trial", "expands_per_trial", "flaps_per_trial"]
-    width = 0.8 / len(cols)
-    for i, col in enumerate(cols):
-        ax.bar([x + i * width for x in range(len(df))], df[col], width, label=col)
-    ax.set_xticks([x + width for x in range(len(df))])
-    ax.set_xticklabels(labels, fontsize=7)
+    _grouped_bars(ax, df, cols, labels, [c.removesuffix("_per_trial") for c in cols])
     ax.set_ylabel("per trial")
     ax.set_title("ISR churn")
-    ax.legend(loc="best")
     return ax
 
 
