@@ -169,11 +169,13 @@ def _pct_name(q: float) -> str:
 
 def isr_changes(events: DataFrame, trials: DataFrame) -> DataFrame:
     """Every committed ISR change (the controller's partition_state events) with its direction
-    and the next change of the same trial: trial_id, seq, time_ms, isr_size, change,
-    next_change, next_time_ms. The ISR starts as every replica, as in the run's report."""
+    and the next change of the same trial: trial_id, seq, time_ms, isr_size, reason (``shrink``
+    when the leader's ISR rule dropped a follower, ``broker_failure`` when the controller
+    removed a dead broker, ...), change, next_change, next_time_ms. The ISR starts as every
+    replica, as in the run's report."""
     w = Window.partitionBy("trial_id").orderBy("seq")
     states = events.filter(F.col("kind") == "partition_state").select(
-        "trial_id", "seq", "time_ms", "isr_size"
+        "trial_id", "seq", "time_ms", "isr_size", "reason"
     )
     changes = (
         states.join(trials.select("trial_id", "replication_factor"), "trial_id")
@@ -196,12 +198,14 @@ def isr_flapping(
     by: Sequence[str] = ("preset", "replica_lag_max_messages"),
     within_ms: int = 5000,
 ) -> DataFrame:
-    """ISR churn per group: shrinks, expands and flaps (a shrink undone by an expand within
-    ``within_ms``) per trial, and the share of trials that flapped. Under the pre-0.9 rule
-    (replica.lag.max.messages set) a burst larger than the limit drops healthy followers, which
-    rejoin at their next fetch."""
+    """ISR churn per group, per trial: every shrink, the lag shrinks (the leader's ISR rule
+    dropped a live follower; the others are dead brokers the controller removed), expands, and
+    flaps (a lag shrink undone by an expand within ``within_ms``), and the share of trials that
+    flapped. Under the pre-0.9 rule (replica.lag.max.messages set) a follower that falls that
+    many messages behind, in a burst, leaves the ISR although it is healthy, and rejoins soon."""
+    lag_shrink = (F.col("change") == "shrink") & (F.col("reason") == "shrink")
     flap = (
-        (F.col("change") == "shrink")
+        lag_shrink
         & (F.col("next_change") == "expand")
         & (F.col("next_time_ms") - F.col("time_ms") <= within_ms)
     )
@@ -210,6 +214,7 @@ def isr_flapping(
         .groupBy("trial_id")
         .agg(
             F.sum((F.col("change") == "shrink").cast("long")).alias("shrinks"),
+            F.sum(lag_shrink.cast("long")).alias("lag_shrinks"),
             F.sum((F.col("change") == "expand").cast("long")).alias("expands"),
             F.sum(flap.cast("long")).alias("flaps"),
         )
@@ -217,13 +222,14 @@ def isr_flapping(
     joined = (
         trials.select("trial_id", *by)
         .join(per_trial, "trial_id", "left")
-        .fillna(0, ["shrinks", "expands", "flaps"])
+        .fillna(0, ["shrinks", "lag_shrinks", "expands", "flaps"])
     )
     return (
         joined.groupBy(*by)
         .agg(
             F.count(F.lit(1)).alias("trials"),
             F.avg("shrinks").alias("shrinks_per_trial"),
+            F.avg("lag_shrinks").alias("lag_shrinks_per_trial"),
             F.avg("expands").alias("expands_per_trial"),
             F.avg("flaps").alias("flaps_per_trial"),
             F.avg((F.col("flaps") > 0).cast("double")).alias("flapping_trials"),

@@ -89,12 +89,12 @@ def plot_latency(result: Any, ax: Any = None) -> Any:
 
 
 def plot_isr_flapping(result: Any, ax: Any = None) -> Any:
-    """Bars of ISR shrinks, expands and flaps per trial for each group
+    """Bars of ISR shrinks, lag shrinks and flaps per trial for each group
     (:func:`kafkalab.spark.analysis.isr_flapping`)."""
     df, ax = _pandas(result), _axes(ax)
     keys = [c for c in df.columns if c not in _FLAP_STATS]
     labels = [", ".join(f"{k}={row[k]}" for k in keys) for _, row in df.iterrows()]
-    cols = ["shrinks_per_trial", "expands_per_trial", "flaps_per_trial"]
+    cols = ["shrinks_per_trial", "lag_shrinks_per_trial", "flaps_per_trial"]
     _grouped_bars(ax, df, cols, labels, [c.removesuffix("_per_trial") for c in cols])
     ax.set_ylabel("per trial")
     ax.set_title("ISR churn")
@@ -104,6 +104,7 @@ def plot_isr_flapping(result: Any, ax: Any = None) -> Any:
 _FLAP_STATS = (
     "trials",
     "shrinks_per_trial",
+    "lag_shrinks_per_trial",
     "expands_per_trial",
     "flaps_per_trial",
     "flapping_trials",

@@ -62,7 +62,7 @@ QUERIES: dict[str, str] = {
         group by all order by t.acks""",
     "isr_flapping": """
         with states as (
-          select trial_id, seq, time_ms, isr_size,
+          select trial_id, seq, time_ms, isr_size, reason,
                  coalesce(lag(isr_size) over (partition by trial_id order by seq),
                           replication_factor) as prev
           from events join trials using (trial_id) where kind = 'partition_state'),
@@ -75,12 +75,15 @@ QUERIES: dict[str, str] = {
           from changes),
         per_trial as (
           select trial_id, count(*) filter (where change = 'shrink') as shrinks,
+                 count(*) filter (where change = 'shrink' and reason = 'shrink') as lag_shrinks,
                  count(*) filter (where change = 'expand') as expands,
-                 count(*) filter (where change = 'shrink' and next_change = 'expand'
+                 count(*) filter (where change = 'shrink' and reason = 'shrink'
+                                  and next_change = 'expand'
                                   and next_time - time_ms <= 5000) as flaps
           from ordered group by trial_id)
         select t.preset, t.replica_lag_max_messages, count(*) as trials,
                avg(coalesce(shrinks, 0)) as shrinks_per_trial,
+               avg(coalesce(lag_shrinks, 0)) as lag_shrinks_per_trial,
                avg(coalesce(expands, 0)) as expands_per_trial,
                avg(coalesce(flaps, 0)) as flaps_per_trial,
                avg((coalesce(flaps, 0) > 0)::double) as flapping_trials
