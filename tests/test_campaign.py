@@ -471,6 +471,23 @@ def test_a_bad_spec_is_one_line_and_exit_2(
     assert not (tmp_path / "o").exists()
 
 
+def test_a_bad_master_or_out_is_refused_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyspark.sql
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark must not start")
+
+    monkeypatch.setattr(pyspark.sql.SparkSession.Builder, "getOrCreate", no_spark)
+    out = tmp_path / "o"
+    assert main(["campaign", "run", "tiny", "--out", str(out), "--master", "spark:/x"]) == 2
+    assert "--master 'spark:/x' is not allowed: use local[*], local[N]" in capsys.readouterr().err
+    generate(load_spec("tiny"), out)
+    assert main(["campaign", "run", "small", "--out", str(out)]) == 2
+    assert "holds another campaign ('tiny'" in capsys.readouterr().err
+
+
 def test_without_java_run_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "TABLES",
     "Summary",
     "UnitOutput",
+    "check_out",
     "content_digest",
     "generate",
     "read_manifest",
@@ -187,7 +188,11 @@ def read_manifest(out: str | Path) -> dict[str, Any] | None:
         raise CampaignError(f"{path} is not a campaign manifest (not readable JSON)") from None
 
 
-def _prepare(spec: CampaignSpec, out: Path, overwrite: bool) -> Path:
+def check_out(spec: CampaignSpec, out: str | Path, *, overwrite: bool = False) -> bool:
+    """Whether ``out`` already holds this campaign (complete or not); raise CampaignError when
+    it cannot take it: a file, a folder of other things, or (without ``overwrite``) another
+    campaign. Touches nothing, so a caller can ask before it starts Spark."""
+    out = Path(out)
     if out.exists() and not out.is_dir():
         raise CampaignError(f"--out {str(out)!r} is a file: name a folder")
     manifest = read_manifest(out)
@@ -199,13 +204,18 @@ def _prepare(spec: CampaignSpec, out: Path, overwrite: bool) -> Path:
         manifest.get("spec_hash") == spec.spec_hash()
         and manifest.get("schema_version") == SCHEMA_VERSION
     )
-    if manifest is not None and not same:
-        if not overwrite:
-            raise CampaignError(
-                f"--out {str(out)!r} holds another campaign ({manifest.get('campaign')!r}, spec "
-                f"hash {str(manifest.get('spec_hash'))[:12]}; this spec's is "
-                f"{spec.spec_hash()[:12]}): name another folder or pass --overwrite"
-            )
+    if manifest is not None and not same and not overwrite:
+        raise CampaignError(
+            f"--out {str(out)!r} holds another campaign ({manifest.get('campaign')!r}, spec "
+            f"hash {str(manifest.get('spec_hash'))[:12]}; this spec's is "
+            f"{spec.spec_hash()[:12]}): name another folder or pass --overwrite"
+        )
+    return same
+
+
+def _prepare(spec: CampaignSpec, out: Path, overwrite: bool) -> Path:
+    same = check_out(spec, out, overwrite=overwrite)
+    if not same and read_manifest(out) is not None:
         _clear(out)
     for sub in (*TABLES, UNITS_DIR):
         (out / sub).mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.campaign import CampaignSpec, Summary, Unit, UnitOutput, generate, run_unit
-from kafkalab.campaign.dataset import MapUnits
+from kafkalab.campaign.dataset import MapUnits, check_out
 from kafkalab.errors import KafkalabError
 
 __all__ = ["run_campaign", "spark_map_units"]
@@ -77,6 +77,7 @@ def run_campaign(
 
     ``spark`` reuses a session; otherwise one is started on ``master`` (None: what
     ``spark-submit`` chose)."""
+    check_out(spec, out, overwrite=overwrite)  # refuse a wrong --out before Spark starts
     if spark is None:
         from kafkalab.spark.session import spark_session
 

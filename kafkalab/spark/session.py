@@ -9,6 +9,7 @@ Without Java it says what to install instead of failing deep inside py4j.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -39,6 +40,9 @@ logger.submit.level = error
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
 logger.gateway.level = error
 """
+
+
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|yarn|spark://\S+|k8s://\S+)$")
 
 
 class SparkUnavailable(KafkalabError, RuntimeError):
@@ -85,7 +89,12 @@ def spark_session(
         raise SparkUnavailable(
             "pyspark is not installed: pip install 'kafkalab[spark]' (or make install)"
         ) from None
-    _prepare_environment(master)
+    if master is not None and not _MASTER.match(master):
+        raise SparkUnavailable(
+            f"--master {master!r} is not allowed: use local[*], local[N], spark://HOST:PORT, "
+            "yarn or k8s://HOST:PORT"
+        )
+    java_home = _prepare_environment(master)
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
@@ -95,11 +104,14 @@ def spark_session(
         return builder.getOrCreate()
     except Exception as err:  # py4j/pyspark raise their own types for a JVM that never came up
         if "JAVA_GATEWAY_EXITED" in str(err) or "Java gateway" in str(err):
-            raise SparkUnavailable(f"Spark could not start its JVM: {INSTALL_HINT}") from None
+            raise SparkUnavailable(
+                f"Spark could not start its JVM with the Java in {java_home} (its own message "
+                f"is above): {INSTALL_HINT}"
+            ) from None
         raise
 
 
-def _prepare_environment(master: str | None) -> None:
+def _prepare_environment(master: str | None) -> Path:
     java_home = find_java_home()
     if java_home is None:
         raise SparkUnavailable(f"Spark needs Java and none was found: {INSTALL_HINT}")
@@ -108,6 +120,7 @@ def _prepare_environment(master: str | None) -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master is None or master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return java_home
 
 
 def _conf(
