@@ -284,6 +284,21 @@ def test_the_package_example_runs() -> None:
     assert doctest.testmod(kafkalab.campaign).failed == 0
 
 
+def test_a_trial_that_fails_says_how_to_replay_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafkalab.campaign.dataset as dataset
+
+    spec = parse_spec(TINY)
+
+    def broken(trial: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(dataset, "run_trial", broken)
+    with pytest.raises(RuntimeError) as err:
+        run_unit(spec, spec.units()[3])
+    assert "campaign t: trial 6 (config 1, seed 2) failed: KeyError('boom')" in str(err.value)
+    assert "run_trial(draw_trial(load_spec('t'), config_id=1, seed=2))" in str(err.value)
+
+
 def test_percentile_interpolates_linearly() -> None:
     assert percentile([], 0.5) is None
     assert percentile([7], 0.99) == 7.0

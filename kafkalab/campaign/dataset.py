@@ -103,7 +103,14 @@ def run_unit(spec: CampaignSpec, unit: Unit) -> UnitOutput:
     trials: dict[str, list[Any]] = {c.name: [] for c in TRIALS}
     events: dict[str, list[Any]] = {c.name: [] for c in EVENTS}
     for seed in range(unit.seed_start, unit.seed_start + unit.seeds):
-        rows = run_trial(draw_trial(spec, unit.config_id, seed))
+        trial = draw_trial(spec, unit.config_id, seed)
+        try:
+            rows = run_trial(trial)
+        except Exception as err:  # a simulator bug: say which trial, and how to replay it
+            raise RuntimeError(
+                f"campaign {spec.name}: trial {trial.trial_id} (config {trial.config_id}, "
+                f"seed {seed}) failed: {err!r}; {trial.replay_hint(spec.name)}"
+            ) from err
         for name, value in rows.trial.items():
             trials[name].append(value)
         for name, values in rows.events.items():

@@ -44,11 +44,11 @@ class Trial:
     max_down_ms: int
     burst_records: tuple[int, int]
 
-    def replay_hint(self) -> str:
-        """Python that rebuilds and reruns this trial."""
+    def replay_hint(self, spec: str = "SPEC") -> str:
+        """Python that rebuilds and reruns this trial (``spec``: the spec's name or file)."""
         return (
             "replay: from kafkalab.campaign import load_spec, draw_trial, run_trial; "
-            f"run_trial(draw_trial(load_spec(SPEC), config_id={self.config_id}, "
+            f"run_trial(draw_trial(load_spec({spec!r}), config_id={self.config_id}, "
             f"seed={self.seed}))"
         )
 
