@@ -25,7 +25,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export JUPYTER_PREFER_ENV_PATH := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test install lint bench notebooks exercises grade clean distclean
+.PHONY: help lab test install lint bench notebooks exercises grade clean distclean datasets \
+	datasets-small
 
 help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
@@ -36,6 +37,8 @@ help:
 	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
 	@echo "make exercises  regenerate exercises/ and solutions/ from exercises/source"
 	@echo "make grade ASSIGNMENT=03-hw-leo SUBMISSIONS=dir OUT=grades.csv   grade a folder"
+	@echo "make datasets-small  regenerate the shipped campaign datasets/small and its schema"
+	@echo "make datasets   generate the large campaign in datasets/large (minutes, on Spark)"
 	@echo "make clean      remove caches and build leftovers (keeps $(VENV))"
 	@echo "make distclean  clean, and remove $(VENV) too"
 
@@ -73,6 +76,15 @@ exercises: install
 grade: install
 	@if [ -z "$(ASSIGNMENT)" ]; then echo "usage: make grade ASSIGNMENT=03-hw-leo SUBMISSIONS=dir OUT=grades.csv"; exit 2; fi
 	$(BIN)/kafkalab grade $(SUBMISSIONS) --assignment $(ASSIGNMENT) --out $(OUT)
+
+datasets-small: install
+	$(BIN)/python -m kafkalab.campaign.schema > datasets/schema.json.tmp
+	mv datasets/schema.json.tmp datasets/schema.json
+	rm -rf datasets/small  # from scratch: a resume would keep parts the old code wrote
+	$(BIN)/kafkalab campaign run small --out datasets/small --no-progress
+
+datasets: install
+	$(BIN)/kafkalab campaign run large --out datasets/large
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info

@@ -10,6 +10,8 @@
     kafkalab exercises check                 are they what exercises/source generates?
     kafkalab grade SUBMISSIONS --assignment NAME --out grades.csv [--cell-timeout S]
                    [--timeout S]
+    kafkalab campaign list | show SPEC | validate SPEC
+    kafkalab campaign run SPEC --out PATH [--master local[*]] [--overwrite] [--no-progress]
 
 Exit codes: 0 when every expectation holds, 1 when one does not (with a readable diff), 2 for a
 malformed file, a bad setting or an impossible step (one line, no traceback).
@@ -27,6 +29,7 @@ from typing import Any
 import yaml
 
 from kafkalab.atomic import write_atomically
+from kafkalab.campaign.command import add_campaign_parser, campaign_command
 from kafkalab.errors import KafkalabError, ScenarioError
 
 __all__ = ["main"]
@@ -76,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines to FILE")
     _grading_parsers(sub)
+    add_campaign_parser(sub)
     return parser
 
 
@@ -114,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args)
         if args.command in ("exercises", "grade"):
             return _grading(args)
+        if args.command == "campaign":
+            return campaign_command(args)
         if args.action == "list":
             return _list()
         if args.action == "show":

@@ -33,3 +33,19 @@ def test_widget_benchmark_runs_and_prints_its_figures() -> None:
     stdout = _quick("bench_widgets.py")
     for figure in ("bare ms", "widget ms", "rewind max", "ratio", "ISR lag explorer"):
         assert figure in stdout, f"{figure!r} missing from:\n{stdout}"
+
+
+def test_campaign_benchmark_runs_and_prints_its_figures() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_campaign.py"), "--tiny"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    for figure in ("trials/s", "events/s", "scaling local[2] / local[1]", "spark/duckdb"):
+        assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
+    for query in ("loss_probability", "latency_by_acks", "isr_flapping"):
+        assert query in out.stdout

@@ -16,9 +16,10 @@ from kafkalab.errors import ConfigError
 from kafkalab.protocol.rules import Rules
 from kafkalab.sim.cluster import Cluster
 
-__all__ = ["Fault", "RunResult", "Workload", "random_faults", "simulate"]
+__all__ = ["FAULT_KINDS", "Fault", "RunResult", "Workload", "random_faults", "simulate"]
 
 FAULT_ACTIONS = (
+    "burst",
     "crash",
     "restart",
     "disconnect",
@@ -31,9 +32,23 @@ FAULT_ACTIONS = (
 )
 
 
+# What random_faults can draw, each undone after a while (a burst needs no undoing).
+FAULT_KINDS: dict[str, str] = {
+    "crash": "a node crashes and restarts (half of them power losses if power_loss=True)",
+    "disconnect": "the link between two nodes (brokers, zk, controllers) is cut, then healed",
+    "pause": "a node stalls, as in a long GC pause, then runs again",
+    "power_loss": "a broker loses power: what it had not flushed is gone when it restarts",
+    "slow": "a broker stalls again and again for a while: a slow follower (or leader)",
+    "partition": "the brokers split into two sides, ZooKeeper/the controllers on one, then heal",
+    "zk_isolation": "one broker is cut from ZooKeeper (KRaft: the controller quorum), then healed",
+    "burst": "the producer sends one large batch at once (see replica.lag.max.messages)",
+}
+
+
 @dataclass(frozen=True)
 class Fault:
-    """One scheduled fault: ``action`` with ``args`` at ``time_ms``."""
+    """One scheduled fault: ``action`` with ``args`` at ``time_ms`` (a ``burst`` carries its
+    record count as its only argument)."""
 
     time_ms: int
     action: str
@@ -121,13 +136,17 @@ def random_faults(
     power_loss: bool = False,
     kinds: Sequence[str] = ("crash", "disconnect"),
     controllers: Sequence[str] = (),
+    burst_records: tuple[int, int] = (100, 2000),
 ) -> list[Fault]:
-    """A random fault schedule drawn from its own stream of ``seed``: broker crashes (with
-    restarts), cut links (with repairs) and, if asked, pauses (with resumes), never two
-    overlapping faults on one node. ``controllers`` adds KRaft controller nodes to the targets."""
+    """A random fault schedule drawn from its own stream of ``seed``, never two overlapping
+    faults on one node. ``kinds`` picks from :data:`FAULT_KINDS`: broker crashes (with
+    restarts), cut links (with repairs), pauses (with resumes), power losses, slow brokers,
+    network partitions, brokers cut from ZooKeeper and producer bursts of ``burst_records``
+    (low, high) records. ``controllers`` adds KRaft controller nodes to the targets."""
     for kind in kinds:
-        if kind not in ("crash", "disconnect", "pause"):
-            raise ConfigError(f"fault kind {kind!r} is not allowed: use crash, disconnect or pause")
+        if kind not in FAULT_KINDS:
+            allowed = ", ".join(FAULT_KINDS)
+            raise ConfigError(f"fault kind {kind!r} is not allowed: use one of {allowed}")
     rng = random.Random(f"{seed}:faults")
     nodes: list[Any] = [*range(1, brokers + 1), *controllers]
     busy_until = dict.fromkeys([*nodes, "zk"], 0)
@@ -139,7 +158,9 @@ def random_faults(
             return sorted(faults, key=lambda f: f.time_ms)
         kind = rng.choice(list(kinds))
         down = rng.randint(500, max_down_ms)
-        if kind == "pause":
+        if kind in _MORE_KINDS:
+            faults += _MORE_KINDS[kind](rng, t, down, brokers, busy_until, burst_records)
+        elif kind == "pause":
             b = rng.choice(nodes)
             if busy_until[b] > t:
                 continue
@@ -160,6 +181,78 @@ def random_faults(
             faults.append(Fault(t, "disconnect", (a, b)))
             faults.append(Fault(t + down, "reconnect", (a, b)))
             busy_until[a] = busy_until[b] = t + down + 1
+
+
+# The kinds added after the first three draw only when asked for, so a schedule of crashes,
+# cut links and pauses is the same as it always was for the same seed.
+_Busy = dict[Any, int]
+
+
+def _power_loss(
+    rng: random.Random, t: int, down: int, brokers: int, busy: _Busy, _: tuple[int, int]
+) -> list[Fault]:
+    b = rng.randint(1, brokers)
+    if busy[b] > t:
+        return []
+    busy[b] = t + down + 1
+    return [Fault(t, "crash", (b,), True), Fault(t + down, "restart", (b,))]
+
+
+def _slow(
+    rng: random.Random, t: int, down: int, brokers: int, busy: _Busy, _: tuple[int, int]
+) -> list[Fault]:
+    """Stalls of a quarter to three quarters of a period, one per period, for ``down`` ms."""
+    b = rng.randint(1, brokers)
+    if busy[b] > t:
+        return []
+    period = rng.randint(200, 2000)
+    stall = rng.randint(period // 4, period * 3 // 4)
+    busy[b] = t + down + 1
+    out: list[Fault] = []
+    for start in range(t, t + down - stall, period):
+        out += [Fault(start, "pause", (b,)), Fault(start + stall, "resume", (b,))]
+    return out
+
+
+def _partition(
+    rng: random.Random, t: int, down: int, brokers: int, busy: _Busy, _: tuple[int, int]
+) -> list[Fault]:
+    """Every link crossing the cut goes down; "heal" restores every link, so a partition waits
+    until no other fault holds a node."""
+    if brokers < 2 or any(until > t for until in busy.values()):
+        return []
+    ids = list(range(1, brokers + 1))
+    rng.shuffle(ids)
+    cut = rng.randint(1, brokers - 1)
+    groups = (tuple(sorted(ids[:cut])) + ("zk",), tuple(sorted(ids[cut:])))
+    for node in busy:
+        busy[node] = t + down + 1
+    return [Fault(t, "partition", (groups,)), Fault(t + down, "heal")]
+
+
+def _zk_isolation(
+    rng: random.Random, t: int, down: int, brokers: int, busy: _Busy, _: tuple[int, int]
+) -> list[Fault]:
+    b = rng.randint(1, brokers)
+    if busy[b] > t or busy["zk"] > t:
+        return []
+    busy[b] = busy["zk"] = t + down + 1
+    return [Fault(t, "disconnect", (b, "zk")), Fault(t + down, "reconnect", (b, "zk"))]
+
+
+def _burst(
+    rng: random.Random, t: int, _down: int, _b: int, _busy: _Busy, records: tuple[int, int]
+) -> list[Fault]:
+    return [Fault(t, "burst", (rng.randint(*records),))]
+
+
+_MORE_KINDS = {
+    "power_loss": _power_loss,
+    "slow": _slow,
+    "partition": _partition,
+    "zk_isolation": _zk_isolation,
+    "burst": _burst,
+}
 
 
 def simulate(
@@ -201,8 +294,10 @@ def simulate(
         rules=rules,
     )
     produced = _schedule_workload(cluster, workload, duration_ms)
-    for f in faults:
-        if f.action == "crash":
+    for i, f in enumerate(faults):
+        if f.action == "burst":
+            produced += _schedule_burst(cluster, workload, f, i)
+        elif f.action == "crash":
             cluster.at(f.time_ms, "crash", *f.args, lose_unflushed=f.lose_unflushed)
         else:
             cluster.at(f.time_ms, f.action, *f.args)
@@ -226,6 +321,17 @@ def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -
             cluster.at(t, "produce", values=values, acks=workload.acks)
         n += len(values)
     return n
+
+
+def _schedule_burst(cluster: Cluster, workload: Workload, fault: Fault, index: int) -> int:
+    """One batch of ``fault.args[0]`` records named "b<fault index>.<n>" (so the
+    out-of-order count, which reads "r" records, ignores them)."""
+    values = [f"b{index}.{j}" for j in range(int(fault.args[0]))]
+    if workload.client is not None:
+        cluster.at(fault.time_ms, "produce", values=values, producer="client")
+    else:
+        cluster.at(fault.time_ms, "produce", values=values, acks=workload.acks)
+    return len(values)
 
 
 def _recover(cluster: Cluster) -> None:
