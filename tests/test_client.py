@@ -85,6 +85,20 @@ def test_delivery_timeout_ends_the_retries() -> None:
     assert c.report().errors == {"m1": "DELIVERY_TIMEOUT"}
 
 
+def test_an_unanswered_request_fails_at_its_delivery_timeout_not_after() -> None:
+    """Sender.getExpiredInflightBatches: a batch still waiting for its answer when
+    delivery.timeout.ms has passed fails then, with a timeout, instead of a request timeout
+    later."""
+    c = Cluster(brokers=3, replication="auto")
+    c.producer("p", **{"delivery.timeout.ms": 3500, "request.timeout.ms": 1000})
+    c.disconnect("client", 1)  # every attempt to the leader goes unanswered
+    c.produce("x", producer="p")
+    c.advance(5000)
+    (result,) = c.trace.of_kind("produce_result")
+    assert (result.time_ms, result.data["error"]) == (3500, "DELIVERY_TIMEOUT")
+    assert [e.data["error"] for e in c.trace.of_kind("produce_retry")] == ["REQUEST_TIMED_OUT"] * 3
+
+
 def test_producer_settings_are_checked() -> None:
     c = Cluster(brokers=1)
     with pytest.raises(ActionError, match="did you mean 'max.in.flight"):

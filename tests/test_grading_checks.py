@@ -157,3 +157,29 @@ def test_a_rule_that_goes_wrong_as_the_cluster_starts_is_shown_there() -> None:
     text = str(err.value)
     assert "part ways at safe-leader-failover, as the cluster starts" in text
     assert "In this step leader_hw(0, 0, {1, 2, 3}, {2: -1, 3: -1}) returned -1" in text
+
+
+def test_a_wrong_sequence_rule_is_shown_at_the_retry_it_mishandles() -> None:
+    from kafkalab.protocol.rules import sequence_verdict
+
+    check_rule_in_scenario("sequence_verdict", sequence_verdict, "retry-reorder")
+
+    def zombies_are_out_of_order(*args: object) -> str:
+        verdict = sequence_verdict(*args)  # type: ignore[arg-type]
+        return "OUT_OF_ORDER_SEQUENCE_NUMBER" if verdict == "INVALID_PRODUCER_EPOCH" else verdict
+
+    settings = {"transaction.partition.verification.enable": False}
+    with pytest.raises(Feedback) as err:
+        check_rule_in_scenario(
+            "sequence_verdict", zombies_are_out_of_order, "txn-zombie-fencing", settings=settings
+        )
+    text = str(err.value)
+    assert "step 11 (produce {'producer': 'p1', 'value': 'a2'})" in text
+    assert "client errors" in text and "INVALID_PRODUCER_EPOCH" in text
+    wrong_call = "returned 'OUT_OF_ORDER_SEQUENCE_NUMBER'; Kafka's rule returns 'INVALID_PRODUCER"
+    assert wrong_call in text
+
+
+def test_a_rule_answer_the_broker_refuses_becomes_feedback() -> None:
+    with pytest.raises(Feedback, match=r"step 1 .*sequence_verdict returned 'ok'"):
+        check_rule_in_scenario("sequence_verdict", lambda *args: "ok", "retry-duplicate")

@@ -11,6 +11,7 @@ from kafkalab.protocol.rules import (
     end_offset_for,
     follower_hw,
     leader_hw,
+    sequence_verdict,
     truncation_offset,
 )
 
@@ -99,3 +100,39 @@ def test_the_leader_answers_with_the_replaced_end_offset_rule() -> None:
     s = scenarios.get("kip101-divergence")
     broken = scenarios.run(s, {"leader_epochs": True}, rules=Rules(end_offset_for=nothing_known))
     assert broken.cluster.report().divergent
+
+
+def test_sequence_verdict_dedups_fences_and_keeps_order() -> None:
+    five = [(0, 0), (1, 2), (3, 3), (4, 4), (5, 6)]
+    assert sequence_verdict(-1, [], 0, 0, 0) == "APPEND"  # a new producer starts at 0
+    assert sequence_verdict(-1, [], 0, 3, 3) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert sequence_verdict(0, five, 0, 7, 8) == "APPEND"  # right after the last batch
+    assert sequence_verdict(0, five, 0, 1, 2) == "DUPLICATE"  # one of the last five
+    assert sequence_verdict(0, five, 0, 1, 1) == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # not a batch
+    assert sequence_verdict(0, five, 0, 8, 8) == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # a gap
+    assert sequence_verdict(1, five, 0, 7, 7) == "INVALID_PRODUCER_EPOCH"  # a zombie
+    assert sequence_verdict(0, five, 1, 0, 0) == "APPEND"  # a new epoch restarts at 0
+    assert sequence_verdict(0, five, 1, 7, 7) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+def test_a_broker_that_forgets_duplicates_writes_a_retry_twice() -> None:
+    def no_memory(known: int, cached: object, epoch: int, first: int, last: int) -> str:
+        verdict = sequence_verdict(known, cached, epoch, first, last)  # type: ignore[arg-type]
+        return "APPEND" if verdict == "DUPLICATE" else verdict
+
+    s = scenarios.get("retry-duplicate")
+    broken = scenarios.run(s, rules=Rules(sequence_verdict=no_memory))
+    assert not broken.ok and broken.cluster.report().duplicates == ["m1"]
+
+
+def test_a_verdict_that_is_not_one_of_kafkas_is_refused() -> None:
+    c = Cluster(brokers=1, rules=Rules(sequence_verdict=lambda *args: "OK"))
+    with pytest.raises(ConfigError, match="sequence_verdict returned 'OK'.*APPEND, DUPLICATE"):
+        c.produce("m1", producer_id=7, sequence=0)
+
+
+def test_a_duplicate_verdict_without_a_cached_batch_appends_nothing() -> None:
+    always = Rules(sequence_verdict=lambda *args: "DUPLICATE")
+    c = Cluster(brokers=1, config={"acks": "1"}, rules=always)
+    c.produce("m1", producer_id=7, sequence=0)
+    assert c.logs()[1] == [] and c.report().errors == {"m1": "DUPLICATE"}

@@ -19,6 +19,7 @@ from kafkalab.grading.checks import (
     time_limit,
 )
 from kafkalab.grading.config_checks import check_durability_target, check_lag_time_target
+from kafkalab.grading.delivery_checks import check_consumer_loop
 from kafkalab.grading.scenario_checks import ANOMALIES, Want, check_scenario_text
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Feedback",
     "Want",
     "check_answer",
+    "check_consumer_loop",
     "check_durability_target",
     "check_function",
     "check_lag_time_target",

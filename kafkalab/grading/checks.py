@@ -217,6 +217,7 @@ def _snapshot(cluster: Cluster) -> dict[str, Any]:
         **{f"broker {b} epoch cache": [list(e) for e in v.epoch_cache] for b, v in views.items()},
         "acknowledged": report.acked,
         "acknowledged but lost": report.lost_acked,
+        "client errors": report.errors,
     }
 
 
@@ -256,7 +257,7 @@ def check_rule_in_scenario(
                 scenarios.apply_step(kafka, step)
                 try:
                     scenarios.apply_step(mine, step)
-                except Feedback as err:
+                except (Feedback, KafkalabError) as err:  # a wrong answer the broker refuses
                     raise Feedback(f"{where}: {err}\n{replay}") from None
             want, got = _snapshot(kafka), _snapshot(mine)
             if want != got:

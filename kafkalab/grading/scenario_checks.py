@@ -36,6 +36,20 @@ def _rejected_controller_writes(c: Cluster) -> int:
     return len(c.trace.of_kind("zk_write_rejected", "stale_controller_request"))
 
 
+_OPEN_TXN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+
+
+def _every_transaction_closed(c: Cluster) -> bool:
+    states = c.txn_states()
+    return bool(states) and not any(s in _OPEN_TXN_STATES for s in states.values())
+
+
+def _stuck_partitions(c: Cluster) -> list[str]:
+    """Data partitions whose last stable offset (LSO) is below the HW, at their leader."""
+    leaders = {tp: st.leader for tp, st in c.partition_states().items()}
+    return [tp for tp, lso in c.lso().items() if lso < c.replica(leaders[tp], tp).hw]
+
+
 ANOMALIES: dict[str, tuple[Want, ...]] = {
     "kip101-divergence": (
         Want(
@@ -73,6 +87,26 @@ ANOMALIES: dict[str, tuple[Want, ...]] = {
             "the replaced controller still acts, and its write or request is refused for its old "
             "controller epoch",
             lambda c: _rejected_controller_writes(c) > 0,
+        ),
+    ),
+    "hanging-transaction": (
+        Want(
+            "the partition leaders do not verify transactional writes "
+            "(transaction.partition.verification.enable: false, transaction.version 1)",
+            lambda c: (
+                not c.config.transaction_partition_verification_enable
+                and c.config.transaction_version < 2
+            ),
+        ),
+        Want(
+            "at the end a transactional producer has run, and no transaction is open or ending "
+            "at its coordinator",
+            _every_transaction_closed,
+        ),
+        Want(
+            "yet a data partition's LSO stays below its HW: a transaction that no marker will "
+            "ever close holds read_committed consumers back",
+            lambda c: _every_transaction_closed(c) and bool(_stuck_partitions(c)),
         ),
     ),
 }
@@ -119,6 +153,8 @@ def _explain(cluster: Cluster, wants: Sequence[Want], missing: Sequence[Want], s
     lines.append(
         f"  divergent logs: {'yes' if report.divergent else 'no'}; errors: {report.errors}"
     )
+    if cluster.txn_states():
+        lines.append(f"  transaction states: {cluster.txn_states()}; LSO: {cluster.lso()}")
     lines += _key_events(cluster)
     return "\n".join(lines)
 

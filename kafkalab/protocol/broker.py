@@ -102,8 +102,8 @@ class ReplicaState:
 
 class Broker:
     """A broker actor. ``auto_fetch`` is timed mode: the follower fetches on its own, in a loop;
-    in stepped mode it only fetches when told (:class:`FetchNow`). ``rules`` are the HW and
-    truncation rules it applies (Kafka's by default)."""
+    in stepped mode it only fetches when told (:class:`FetchNow`). ``rules`` are the HW,
+    truncation and sequence-number rules it applies (Kafka's by default)."""
 
     def __init__(
         self,
@@ -611,7 +611,11 @@ class Broker:
         else:
             last_seq = req.base_sequence + len(req.values) - 1
             verdict, original = r.producers.check(
-                req.producer_id, req.producer_epoch, req.base_sequence, last_seq
+                req.producer_id,
+                req.producer_epoch,
+                req.base_sequence,
+                last_seq,
+                self.rules.sequence_verdict,
             )
             if verdict == DUPLICATE and original is not None:
                 ctx.emit(

@@ -344,7 +344,8 @@ class KafkaProducer:
             for cid, deadline in list(self.deadlines.items()):
                 if deadline <= ctx.now and cid in self.inflight:
                     del self.deadlines[cid]
-                    self._retry_or_fail(ctx, self.inflight.pop(cid), m.REQUEST_TIMED_OUT)
+                    batch = self.inflight.pop(cid)
+                    self._retry_or_fail(ctx, batch, self._timeout_error(ctx, batch))
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
@@ -439,7 +440,17 @@ class KafkaProducer:
             self._outcome(ctx, batch, "UNKNOWN", -1)
             return
         self.inflight[cid] = batch
-        self.deadlines[cid] = ctx.now + self.settings.request_timeout_ms + 1
+        # Sender.getExpiredInflightBatches: an answer is awaited until request.timeout.ms, but
+        # never past the batch's delivery.timeout.ms.
+        delivery_deadline = batch.created_ms + self.settings.delivery_timeout_ms
+        self.deadlines[cid] = min(ctx.now + self.settings.request_timeout_ms + 1, delivery_deadline)
+
+    def _timeout_error(self, ctx: Context, batch: _Batch) -> str:
+        """Why an unanswered batch stops waiting: its delivery.timeout.ms has passed (Kafka's
+        TimeoutException, not retried), or else its request.timeout.ms."""
+        if ctx.now - batch.created_ms >= self.settings.delivery_timeout_ms:
+            return DELIVERY_TIMEOUT
+        return m.REQUEST_TIMED_OUT
 
     def _on_response(self, ctx: Context, resp: m.ProduceResponse) -> None:
         batch = self.inflight.pop(resp.correlation_id, None)

@@ -3,7 +3,8 @@
 Each batch an idempotent producer sends carries its producer id (PID), producer epoch and the
 sequence numbers of its records. Every replica keeps, per PID, the epoch and the metadata of
 the last five batches it appended (ProducerStateManager / ProducerStateEntry), and the leader
-checks each new batch against them (ProducerAppendInfo):
+checks each new batch against them (ProducerAppendInfo; the decision itself is the replaceable
+rule :func:`kafkalab.protocol.rules.sequence_verdict`):
 
 - the same batch again (the same first and last sequence as a cached one) is a *duplicate*: it
   is not appended, and the producer is told the offsets of the original (a retry after a lost
@@ -26,19 +27,19 @@ reads at or past the first offset of a transaction whose outcome is not yet know
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from kafkalab.errors import ConfigError
 from kafkalab.protocol.log import Record
+from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH
+from kafkalab.protocol.rules import DUPLICATE, VERDICTS, sequence_verdict
 
 __all__ = ["BATCHES_TO_RETAIN", "AbortedTxn", "BatchMetadata", "ProducerStateManager"]
 
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_PRODUCER = -1
-
-DUPLICATE = "DUPLICATE"
-OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
-INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
+NO_PRODUCER_EPOCH = -1  # RecordBatch.NO_PRODUCER_EPOCH: a producer this replica has not seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,25 +81,32 @@ class ProducerStateManager:
         self.aborted: list[AbortedTxn] = []
 
     def check(
-        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
+        self,
+        producer_id: int,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        rule: Callable[[int, Sequence[tuple[int, int]], int, int, int], str] = sequence_verdict,
     ) -> tuple[str, BatchMetadata | None]:
         """What the leader does with a client batch: ("APPEND", None), (DUPLICATE, the original
-        batch) or (an error name, None)."""
+        batch) or (an error name, None). ``rule`` decides (Kafka's :func:`sequence_verdict`
+        unless a :class:`kafkalab.Rules` replaces it); a "DUPLICATE" verdict with no cached batch
+        of that sequence range has no original to point to."""
         entry = self.producers.get(producer_id)
-        if entry is None:
-            if first_seq != 0:
-                return OUT_OF_ORDER_SEQUENCE_NUMBER, None
-            return "APPEND", None
-        if epoch < entry.epoch:
-            return INVALID_PRODUCER_EPOCH, None
-        if epoch > entry.epoch:
-            return ("APPEND", None) if first_seq == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, None)
-        for batch in entry.batches:
-            if batch.first_seq == first_seq and batch.last_seq == last_seq:
-                return DUPLICATE, batch
-        if first_seq != entry.last_seq + 1:
-            return OUT_OF_ORDER_SEQUENCE_NUMBER, None
-        return "APPEND", None
+        known_epoch = NO_PRODUCER_EPOCH if entry is None else entry.epoch
+        batches = () if entry is None else tuple(entry.batches)
+        verdict = rule(
+            known_epoch, [(b.first_seq, b.last_seq) for b in batches], epoch, first_seq, last_seq
+        )
+        if verdict not in VERDICTS:
+            raise ConfigError(
+                f"sequence_verdict returned {verdict!r}, which is not allowed: use one of "
+                f"{', '.join(VERDICTS)}"
+            )
+        if verdict != DUPLICATE:
+            return verdict, None
+        same = (b for b in batches if (b.first_seq, b.last_seq) == (first_seq, last_seq))
+        return verdict, next(same, None)
 
     def check_marker(self, producer_id: int, epoch: int) -> str | None:
         """ProducerAppendInfo.appendEndTxnMarker: a marker from an older producer epoch than

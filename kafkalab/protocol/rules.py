@@ -9,6 +9,8 @@ are exactly the simulator's behaviour.
 - :func:`leader_hw`: the leader's HW from the LEOs it knows (Partition.maybeIncrementLeaderHW).
 - :func:`end_offset_for`: the leader's answer to OffsetsForLeaderEpoch (LeaderEpochFileCache).
 - :func:`truncation_offset`: where a follower truncates after that answer (KIP-101, KIP-279).
+- :func:`sequence_verdict`: what the leader does with an idempotent producer's batch: append it,
+  recognise a duplicate, or refuse it (KIP-98's ProducerAppendInfo).
 """
 
 from __future__ import annotations
@@ -18,15 +20,24 @@ from dataclasses import dataclass, fields
 
 from kafkalab.errors import ConfigError
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, epoch_end_offset
+from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER
 
 __all__ = [
+    "APPEND",
     "DEFAULT_RULES",
+    "DUPLICATE",
+    "VERDICTS",
     "Rules",
     "end_offset_for",
     "follower_hw",
     "leader_hw",
+    "sequence_verdict",
     "truncation_offset",
 ]
+
+APPEND = "APPEND"
+DUPLICATE = "DUPLICATE"
+VERDICTS = (APPEND, DUPLICATE, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH)
 
 
 def follower_hw(leader_hw: int, follower_leo: int) -> int:
@@ -86,6 +97,35 @@ def truncation_offset(
     return min(leader_end_offset, own_end), True
 
 
+def sequence_verdict(
+    known_epoch: int,
+    cached: Sequence[tuple[int, int]],
+    epoch: int,
+    first_seq: int,
+    last_seq: int,
+) -> str:
+    """What the leader does with an idempotent batch carrying ``epoch`` and the sequence numbers
+    ``first_seq``..``last_seq``, given what this replica knows of the producer: its
+    ``known_epoch`` (-1 for a producer it has never seen) and the ``(first_seq, last_seq)`` of
+    its last five batches in that epoch, oldest first (``cached``).
+
+    - an older epoch than the known one: a zombie, "INVALID_PRODUCER_EPOCH";
+    - the same epoch and the same sequence range as a cached batch: a retry of a batch already
+      stored, "DUPLICATE" (not appended again; the producer is told the original offsets);
+    - a newer epoch (or a new producer) must start at sequence 0, and the known epoch must
+      continue right after the last cached batch: "APPEND"; anything else is a gap or an old
+      retry, "OUT_OF_ORDER_SEQUENCE_NUMBER".
+    """
+    if epoch < known_epoch:
+        return INVALID_PRODUCER_EPOCH
+    if epoch > known_epoch:
+        return APPEND if first_seq == 0 else OUT_OF_ORDER_SEQUENCE_NUMBER
+    if (first_seq, last_seq) in [tuple(batch) for batch in cached]:
+        return DUPLICATE
+    last_known = cached[-1][1] if cached else -1
+    return APPEND if first_seq == last_known + 1 else OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
 @dataclass(frozen=True)
 class Rules:
     """The rules every broker of a cluster applies; replace one to try your own version.
@@ -102,6 +142,9 @@ class Rules:
     truncation_offset: Callable[
         [int, int, Sequence[tuple[int, int]], int, int], tuple[int, bool]
     ] = truncation_offset
+    sequence_verdict: Callable[[int, Sequence[tuple[int, int]], int, int, int], str] = (
+        sequence_verdict
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -72,8 +72,8 @@ class ReplicaView:
 class Cluster:
     """A simulated Kafka cluster holding one partition.
 
-    ``rules`` replaces some of the brokers' HW and truncation rules with your own functions
-    (:class:`kafkalab.Rules`); by default every broker applies Kafka's.
+    ``rules`` replaces some of the brokers' HW, truncation and sequence-number rules with your
+    own functions (:class:`kafkalab.Rules`); by default every broker applies Kafka's.
 
     >>> c = Cluster(brokers=2, leader=2, config={"preset": "0.10"})
     >>> c.produce("m1", acks=1)
