@@ -36,9 +36,15 @@ def _plain(cell: nbformat.NotebookNode) -> str:
 
 
 def test_every_lesson_with_simulator_features_has_an_assignment() -> None:
-    assert {"03-hw-leo", "04-isr", "05-controller", "06-leader-epoch", "07-acks-min-isr"} <= set(
-        SOURCES
-    )
+    assert {
+        "01-start-here",
+        "02-replication-basics",
+        "03-hw-leo",
+        "04-isr",
+        "05-controller",
+        "06-leader-epoch",
+        "07-acks-min-isr",
+    } <= set(SOURCES)
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
