@@ -36,7 +36,8 @@ def _plain(cell: nbformat.NotebookNode) -> str:
 
 
 def test_every_lesson_with_simulator_features_has_an_assignment() -> None:
-    lessons = {"03-hw-leo", "04-isr", "05-controller", "06-leader-epoch", "07-acks-min-isr"}
+    lessons = {"01-start-here", "02-replication-basics", "03-hw-leo", "04-isr"}
+    lessons |= {"05-controller", "06-leader-epoch", "07-acks-min-isr"}
     lessons |= {"08-idempotence", "09-transactions", "10-consumer-offsets"}
     assert lessons <= set(SOURCES)
 

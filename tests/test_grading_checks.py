@@ -115,6 +115,18 @@ def test_a_scenario_that_misses_the_anomaly_says_what_happened_instead() -> None
     assert "unclean=True" in message  # the key events of the trace
 
 
+def test_a_record_committed_everywhere_needs_the_followers_third_round() -> None:
+    happy = scenarios.get("happy-path-hw-lag").source
+    check_scenario_text(happy, "committed-on-every-replica")
+    two_rounds = happy.split("  - check: {hw: {1: 1, 2: 0, 3: 0}")[0]  # stop before round 3
+    with pytest.raises(Feedback) as err:
+        check_scenario_text(two_rounds, "committed-on-every-replica")
+    message = str(err.value)
+    assert "[x] the producer saw m1 acknowledged" in message
+    assert "[ ] every replica holds m1 below its own HW" in message
+    assert "broker 2 log: ['m1'], LEO 1, HW 0" in message  # what the learner must fix
+
+
 def test_a_malformed_or_empty_scenario_gets_a_clear_message() -> None:
     with pytest.raises(Feedback, match="the scenario is empty"):
         check_scenario_text("\n...\n", "zombie-controller")

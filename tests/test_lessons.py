@@ -11,14 +11,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-LEGACY = {"01-first-look.ipynb"}  # the first lesson of the skeleton, before the course layout
 
 
 def _markdown(nb: nbformat.NotebookNode) -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
 
 
-@pytest.mark.parametrize("path", [p for p in LESSONS if p.name not in LEGACY], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
 def test_lesson_has_every_part(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     text = _markdown(nb)
@@ -42,5 +41,5 @@ def test_lesson_has_every_part(path: Path) -> None:
 
 
 def test_lessons_are_numbered_without_gaps() -> None:
-    numbers = sorted(int(p.name[:2]) for p in LESSONS if p.name not in LEGACY)
+    numbers = sorted(int(p.name[:2]) for p in LESSONS)
     assert numbers == list(range(1, len(numbers) + 1)) or not numbers

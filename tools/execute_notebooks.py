@@ -1,7 +1,7 @@
 """Run notebooks top to bottom and store their outputs in place, for nbval to compare.
 
     .venv/bin/python tools/execute_notebooks.py                  # notebooks/ and solutions/
-    .venv/bin/python tools/execute_notebooks.py notebooks/01-first-look.ipynb
+    .venv/bin/python tools/execute_notebooks.py notebooks/01-start-here.ipynb
 
 Each kernel starts in the notebook's own folder, as in JupyterLab, papermill and nbval. Stream
 outputs are merged so that a re-run changes the file only where an output really changed.

@@ -32,6 +32,12 @@ def _produces_all_use_acks_all(c: Cluster) -> bool:
     return bool(sent) and all(e.data.get("acks") == -1 for e in sent)
 
 
+def _committed_on_every_replica(c: Cluster, value: str) -> bool:
+    """Every replica holds ``value`` below its own HW: it knows the record is committed."""
+    views = c.replicas_view().values()
+    return all(value in v.values and v.values.index(value) < v.hw for v in views)
+
+
 def _rejected_controller_writes(c: Cluster) -> int:
     return len(c.trace.of_kind("zk_write_rejected", "stale_controller_request"))
 
@@ -51,6 +57,15 @@ def _stuck_partitions(c: Cluster) -> list[str]:
 
 
 ANOMALIES: dict[str, tuple[Want, ...]] = {
+    "committed-on-every-replica": (
+        Want("the cluster has three brokers", lambda c: len(c.broker_ids) == 3),
+        Want("every produce uses acks=all", _produces_all_use_acks_all),
+        Want("the producer saw m1 acknowledged", lambda c: "m1" in c.report().acked),
+        Want(
+            "every replica holds m1 below its own HW: each one knows m1 is committed",
+            lambda c: _committed_on_every_replica(c, "m1"),
+        ),
+    ),
     "kip101-divergence": (
         Want(
             "leader epochs are off (config leader_epochs: false)",
@@ -147,8 +162,8 @@ def _explain(cluster: Cluster, wants: Sequence[Want], missing: Sequence[Want], s
         f"  leader {cluster.leader} in epoch {cluster.leader_epoch}, ISR {sorted(cluster.isr)}, "
         f"controller epoch {cluster.controller_epoch}"
     )
-    for b, values in cluster.logs().items():
-        lines.append(f"  broker {b} log: {values}")
+    for b, view in cluster.replicas_view().items():
+        lines.append(f"  broker {b} log: {view.values}, LEO {view.leo}, HW {view.hw}")
     lines.append(f"  acknowledged: {report.acked}; acknowledged but lost: {report.lost_acked}")
     lines.append(
         f"  divergent logs: {'yes' if report.divergent else 'no'}; errors: {report.errors}"
