@@ -322,7 +322,7 @@ def _axes_frame(
     ax.set_xlabel("offset")
     for side in ("right", "bottom", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_title(title, loc="left", pad=18)
+    ax.set_title(title, loc="left", y=1.0, pad=36)  # a fixed place: no layout search
 
 
 def _legend(ax: Any, epochs: list[int], flags: dict[str, bool]) -> None:

@@ -491,7 +491,7 @@ def _frame(ax: Any, flow: Flow, title: str | None, legend: bool) -> None:
     for side in ax.spines.values():
         side.set_visible(False)
     extra = f" ({flow.omitted} earlier messages not shown)" if flow.omitted else ""
-    ax.set_title((title or "Messages (time runs downwards)") + extra, loc="left", pad=14)
+    ax.set_title((title or "Messages (time runs downwards)") + extra, loc="left", y=1.0, pad=24)
     if not legend:
         return
     used = sorted({a.category for a in flow.arrows if a.outcome != "lost"})
