@@ -3,7 +3,8 @@
 :func:`spark_session` applies what these machines need: the workers run this Python (so they
 have pandas and kafkalab), Spark binds to 127.0.0.1 in local mode, log4j prints errors only, the
 console progress bar is off, and Spark's scratch files go to a project folder instead of /tmp.
-Without Java it says what to install instead of failing deep inside py4j.
+Without Java it says what to install instead of failing deep inside py4j. Inside Jupyter the
+JVM writes to the terminal that started Jupyter, not into the notebook's cells.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +104,8 @@ def spark_session(
     for key, value in _conf(master, driver_memory, shuffle_partitions, conf).items():
         builder = builder.config(key, value)
     try:
-        return builder.getOrCreate()
+        with _jvm_output_to_terminal():
+            return builder.getOrCreate()
     except Exception as err:  # py4j/pyspark raise their own types for a JVM that never came up
         if "JAVA_GATEWAY_EXITED" in str(err) or "Java gateway" in str(err):
             raise SparkUnavailable(
@@ -109,6 +113,26 @@ def spark_session(
                 f"is above): {INSTALL_HINT}"
             ) from None
         raise
+
+
+@contextmanager
+def _jvm_output_to_terminal() -> Iterator[None]:
+    """Inside a Jupyter kernel, file descriptors 1 and 2 are pipes whose every byte is copied into
+    the running cell's output, and the JVM inherits them: its startup warning ("Using incubator
+    modules") and any later log line would land in the notebook. While the JVM starts, point
+    them back at the kernel's original streams (the terminal that started Jupyter)."""
+    saved = []
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        original = getattr(stream, "_original_stdstream_copy", None)  # ipykernel's OutStream
+        if isinstance(original, int):
+            saved.append((fd, os.dup(fd)))
+            os.dup2(original, fd)
+    try:
+        yield
+    finally:
+        for fd, pipe in saved:
+            os.dup2(pipe, fd)
+            os.close(pipe)
 
 
 def _prepare_environment(master: str | None) -> Path:
