@@ -107,7 +107,7 @@ class GroupCoordinator:
         values = tuple(offset_record(req.group, tp, off) for tp, off in req.offsets)
 
         def done(c: Context, err: str) -> None:
-            err = err if err in (m.NONE,) else m.NOT_COORDINATOR
+            err = m.NONE if err == m.NONE else m.NOT_COORDINATOR
             c.send(src, m.TxnOffsetCommitResponse(req.group, err))
 
         producer = (req.producer_id, req.producer_epoch)

@@ -22,6 +22,7 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol import txn_states as s
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.groups import java_string_hash_code
+from kafkalab.protocol.offsets import offsets_partition
 
 if TYPE_CHECKING:
     from kafkalab.protocol.broker import Broker, ReplicaState
@@ -137,8 +138,6 @@ class TransactionCoordinator:
         elif isinstance(msg, m.AddPartitionsToTxnRequest):
             self._add_partitions(ctx, src, msg, msg.tps)
         elif isinstance(msg, m.AddOffsetsToTxnRequest):
-            from kafkalab.protocol.offsets import offsets_partition
-
             add = m.AddPartitionsToTxnRequest(
                 msg.transactional_id, msg.producer_id, msg.producer_epoch, ()
             )
@@ -323,17 +322,7 @@ class TransactionCoordinator:
         """prepareFenceProducerEpoch, then endTransaction(ABORT): the epoch is bumped so the old
         producer is fenced, and the transaction is aborted under the new epoch."""
         fenced = replace(meta, state=s.PREPARE_EPOCH_FENCE, producer_epoch=meta.producer_epoch + 1)
-        ctx.emit(
-            "txn_state",
-            broker=self.broker.id,
-            transactional_id=meta.transactional_id,
-            source=meta.state,
-            trigger=trigger,
-            state=fenced.state,
-            producer_id=fenced.producer_id,
-            producer_epoch=fenced.producer_epoch,
-            partitions=list(fenced.partitions),
-        )
+        self._emit_state(ctx, meta.state, trigger, fenced)  # in memory only, never written
         self._prepare_end(ctx, tp, part, fenced, False, None, bumped=True)
 
     def _abort_timed_out(self, ctx: Context, tp: str, part: _TxnPartition) -> None:
@@ -412,23 +401,26 @@ class TransactionCoordinator:
             part.pending.discard(txn_id)
             if err == m.NONE:
                 part.txns[txn_id] = new
-                c.emit(
-                    "txn_state",
-                    broker=self.broker.id,
-                    transactional_id=txn_id,
-                    source=source,
-                    trigger=trigger,
-                    state=new.state,
-                    producer_id=new.producer_id,
-                    producer_epoch=new.producer_epoch,
-                    partitions=list(new.partitions),
-                )
+                self._emit_state(c, source, trigger, new)
             else:
                 err = m.NOT_COORDINATOR if err != m.CONCURRENT_TRANSACTIONS else err
             if then is not None:
                 then(c, err)
 
         self.broker.append_internal(ctx, tp, (new.encode(),), done)
+
+    def _emit_state(self, ctx: Context, source: str, trigger: str, meta: TxnMetadata) -> None:
+        ctx.emit(
+            "txn_state",
+            broker=self.broker.id,
+            transactional_id=meta.transactional_id,
+            source=source,
+            trigger=trigger,
+            state=meta.state,
+            producer_id=meta.producer_id,
+            producer_epoch=meta.producer_epoch,
+            partitions=list(meta.partitions),
+        )
 
 
 _CAN_ADD = frozenset({s.EMPTY, s.ONGOING, s.COMPLETE_COMMIT, s.COMPLETE_ABORT})

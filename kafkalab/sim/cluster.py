@@ -445,14 +445,9 @@ class Cluster:
         ``enable.idempotence`` says, with acks=all."""
         if not isinstance(name, str) or not name or name in self.sim.actors:
             raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
-        fields = {f.name for f in dataclasses.fields(ProducerSettings)}
-        values: dict[str, Any] = {}
-        for key, value in settings.items():
-            k = str(key).replace(".", "_")
-            if k not in fields:
-                hint = did_you_mean(str(key), [f.replace("_", ".") for f in fields])
-                raise ActionError(f"unknown producer setting {key!r}{hint}")
-            values[k] = self._acks(value) if k == "acks" else value
+        values = _client_settings("producer", ProducerSettings, settings)
+        if "acks" in values:
+            values["acks"] = self._acks(values["acks"])
         values.setdefault("enable_idempotence", self.config.enable_idempotence)
         values.setdefault("request_timeout_ms", self.config.request_timeout_ms)
         txn_id = values.get("transactional_id")
@@ -517,14 +512,8 @@ class Cluster:
             or name in self._clients
         ):
             raise ActionError(f"consumer name {name!r} is not allowed: use a new, non-empty name")
-        fields = {f.name for f in dataclasses.fields(ConsumerSettings)}
-        values: dict[str, Any] = {}
-        for key, value in settings.items():
-            k = "group_id" if key == "group" else str(key).replace(".", "_")
-            if k not in fields:
-                hint = did_you_mean(str(key), [f.replace("_", ".") for f in fields])
-                raise ActionError(f"unknown consumer setting {key!r}{hint}")
-            values[k] = value
+        aliases = {"group": "group.id"}
+        values = _client_settings("consumer", ConsumerSettings, settings, aliases)
         if values.get("group_id"):
             self._check_internal(
                 offsets_partition(str(values["group_id"])), "groups", values["group_id"]
@@ -1128,6 +1117,22 @@ class Cluster:
             r = actor.partitions[tp]
             out[tp] = r.producers.last_stable_offset(r.log.hw)
         return out
+
+
+def _client_settings(
+    kind: str, cls: type, settings: Mapping[str, Any], aliases: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Kafka-named client settings (dots or underscores) as the fields of ``cls``; an unknown
+    one is refused with the nearest name."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = str((aliases or {}).get(key, key)).replace(".", "_")
+        if name not in fields:
+            hint = did_you_mean(str(key), [f.replace("_", ".") for f in fields])
+            raise ActionError(f"unknown {kind} setting {key!r}{hint}")
+        values[name] = value
+    return values
 
 
 STEP_METHODS = (
