@@ -19,7 +19,13 @@ broker | role | in ISR | LEO | HW | records (offset:value, leader epoch)
 
 from kafkalab.viz._style import OKABE_ITO, render, style
 from kafkalab.viz.epochs import describe_epoch_cache, draw_epoch_cache
-from kafkalab.viz.logs import describe_logs, draw_logs, draw_truncation, removed_records
+from kafkalab.viz.logs import (
+    describe_logs,
+    draw_logs,
+    draw_truncation,
+    removed_records,
+    replica_labels,
+)
 from kafkalab.viz.messages import describe_messages, draw_messages, message_flow, message_label
 from kafkalab.viz.series import (
     describe_series,
@@ -47,6 +53,7 @@ __all__ = [
     "message_label",
     "removed_records",
     "render",
+    "replica_labels",
     "replication_series",
     "style",
 ]

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from matplotlib.collections import LineCollection, PatchCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from kafkalab.sim.cluster import ReplicaView
+from kafkalab.viz._artists import Backdrops
 from kafkalab.viz._sources import as_snapshot
 from kafkalab.viz._style import (
     INK,
@@ -28,11 +30,18 @@ from kafkalab.viz._style import (
     style,
 )
 
-__all__ = ["describe_logs", "draw_logs", "draw_truncation", "removed_records"]
+__all__ = [
+    "describe_logs",
+    "draw_logs",
+    "draw_truncation",
+    "removed_records",
+    "replica_labels",
+]
 
 ROW = 1.7  # vertical distance between replica rows (room for the LEO and HW labels)
 CELL_H = 0.72
 MAX_CELLS = 32  # longer logs are drawn as one bar per leader epoch
+GHOST = "#f0f0f0"  # the fill of a removed record
 
 
 def draw_logs(
@@ -141,6 +150,60 @@ def _leader_isr(snapshot: Mapping[int, ReplicaView]) -> tuple[int, ...]:
     return ()
 
 
+class _Pen:
+    """What one drawing collects, added to the Axes at the end as a few collections: one
+    artist per leader epoch instead of one per record is what keeps a redraw fast."""
+
+    def __init__(self) -> None:
+        self.boxes: dict[tuple[int, float], list[tuple[float, float, float, str]]] = {}
+        self.ghosts: list[tuple[float, float, float]] = []
+        self.labels: list[Any] = []  # texts that sit on a hatched fill and need a card
+        self.hw: list[list[tuple[float, float]]] = []
+        self.leo: list[tuple[float, float]] = []
+
+    def box(self, epoch: int, alpha: float, x: float, y: float, width: float, ls: str) -> None:
+        self.boxes.setdefault((epoch, alpha), []).append((x, y, width, ls))
+
+    def finish(self, ax: Any) -> None:
+        for (epoch, alpha), boxes in sorted(self.boxes.items()):
+            ax.add_collection(
+                PatchCollection(
+                    [Rectangle((x, y - CELL_H / 2), w, CELL_H) for x, y, w, _ in boxes],
+                    facecolor=epoch_color(epoch),
+                    hatch=epoch_hatch(epoch),
+                    edgecolor=INK,
+                    linewidth=1.0,
+                    linestyle=[ls for *_, ls in boxes],
+                    alpha=alpha,
+                    zorder=1,
+                    label=f"leader epoch {epoch}",
+                ),
+                autolim=False,
+            )
+        if self.ghosts:
+            ax.add_collection(
+                PatchCollection(
+                    [Rectangle((x, y - CELL_H / 2), w, CELL_H) for x, y, w in self.ghosts],
+                    facecolor=GHOST,
+                    edgecolor=MUTED,
+                    linewidth=1.0,
+                    linestyle="--",
+                    zorder=1,
+                    label="removed",
+                ),
+                autolim=False,
+            )
+        if self.hw:
+            ax.add_collection(
+                LineCollection(self.hw, colors=INK, linewidths=3.0, capstyle="butt", zorder=4),
+                autolim=False,
+            )
+        if self.leo:
+            xs, ys = zip(*self.leo, strict=True)
+            ax.plot(xs, ys, marker="v", markersize=8, color=INK, linestyle="none", zorder=4)
+        ax.add_artist(Backdrops(self.labels, color=PAPER, pad=1.0))
+
+
 def _draw(
     groups: list[tuple[str, Mapping[int, ReplicaView], Mapping[int, ReplicaView]]],
     *,
@@ -159,7 +222,8 @@ def _draw(
             cols = max(width + 1, 5) if cells else 12
             ax = new_axes(min(13.0, 2.4 + 0.7 * cols), 1.7 + 0.95 * rows)
         ax.set_facecolor(PAPER)
-        ticks, labels, epochs = [], [], set()
+        pen = _Pen()
+        ticks, labels = [], []
         flags = {"ghost": False, "unflushed": False}
         y = 0.0
         for name, snapshot, previous in groups:
@@ -168,25 +232,31 @@ def _draw(
             isr = _leader_isr(snapshot)
             gone = removed_records(previous, snapshot)
             for broker, v in sorted(snapshot.items()):
-                _row(ax, v, y, cells, gone.get(broker, []), epochs, flags)
+                _row(ax, pen, v, y, cells, gone.get(broker, []), flags)
                 label = f"broker {broker}\n{_role(v)}" + ("\nin ISR" if broker in isr else "")
                 ticks.append(y)
                 labels.append(f"{name}: {label}" if name else label)
                 y += ROW
             y += 0.3 if name else 0.0
+        pen.finish(ax)
         _axes_frame(ax, ticks, labels, width, cells, title)
         if legend:
-            _legend(ax, sorted(epochs), flags)
+            _legend(ax, sorted({epoch for epoch, _ in pen.boxes}), flags)
     return ax
+
+
+def replica_labels(ax: Any) -> list[str]:
+    """The labels down the left of a log drawing, one per replica row (top to bottom)."""
+    return [t.get_text() for t in ax.texts if t.get_gid() == "replica"]
 
 
 def _row(
     ax: Any,
+    pen: _Pen,
     v: ReplicaView,
     y: float,
     cells: bool,
     gone: list[tuple[int, str, int]],
-    epochs: set[int],
     flags: dict[str, bool],
 ) -> None:
     alpha = 1.0 if v.running else 0.55
@@ -194,56 +264,46 @@ def _row(
         for offset, value, epoch in v.records:
             unflushed = v.running and offset >= v.flushed
             flags["unflushed"] |= unflushed
-            _cell(ax, offset, y, value, epoch, alpha, ":" if unflushed else "-")
-            epochs.add(epoch)
+            pen.box(epoch, alpha, offset + 0.04, y, 0.92, ":" if unflushed else "-")
+            text = value if len(value) <= 6 else value[:5] + "…"
+            pen.labels.append(
+                ax.text(
+                    offset + 0.5, y, f"{text}\ne{epoch}", ha="center", va="center", fontsize=7.5
+                )
+            )
         for offset, value, _ in gone:
-            _ghost(ax, offset, y, value)
+            pen.ghosts.append((offset + 0.04, y, 0.92))
+            ax.text(
+                offset + 0.5,
+                y,
+                f"{value[:6]}\nremoved",
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                color=MUTED,
+            )
             flags["ghost"] = True
     else:
         for start, end, epoch in _epoch_runs(v.records):
-            _bar(ax, start, end, y, epoch, alpha)
-            epochs.add(epoch)
+            pen.box(epoch, alpha, start, y, end - start, "-")
+            label = f"e{epoch}: offsets {start}–{end - 1}"
+            pen.labels.append(
+                ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize=7)
+            )
         if gone:
-            _bar_ghost(ax, gone[0][0], gone[-1][0] + 1, y)
+            start, end = gone[0][0], gone[-1][0] + 1
+            pen.ghosts.append((start, y, end - start))
+            ax.text(
+                (start + end) / 2,
+                y,
+                f"removed {start}–{end - 1}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color=MUTED,
+            )
             flags["ghost"] = True
-    _markers(ax, v, y)
-
-
-def _cell(ax: Any, offset: int, y: float, value: str, epoch: int, alpha: float, ls: str) -> None:
-    ax.add_patch(
-        Rectangle(
-            (offset + 0.04, y - CELL_H / 2),
-            0.92,
-            CELL_H,
-            facecolor=epoch_color(epoch),
-            hatch=epoch_hatch(epoch),
-            edgecolor=INK,
-            linewidth=1.0,
-            linestyle=ls,
-            alpha=alpha,
-        )
-    )
-    text = value if len(value) <= 6 else value[:5] + "…"
-    box = {"boxstyle": "round,pad=0.12", "facecolor": PAPER, "edgecolor": "none", "alpha": 0.85}
-    ax.text(offset + 0.5, y - 0.08, text, ha="center", va="center", fontsize=8, bbox=box)
-    ax.text(offset + 0.5, y + 0.22, f"e{epoch}", ha="center", va="center", fontsize=6.5, bbox=box)
-
-
-def _ghost(ax: Any, offset: int, y: float, value: str) -> None:
-    ax.add_patch(
-        Rectangle(
-            (offset + 0.04, y - CELL_H / 2),
-            0.92,
-            CELL_H,
-            facecolor="#f0f0f0",
-            edgecolor=MUTED,
-            linewidth=1.0,
-            linestyle="--",
-        )
-    )
-    ax.text(offset + 0.5, y - 0.08, value[:6], ha="center", va="center", fontsize=8, color=MUTED)
-    ax.plot([offset + 0.2, offset + 0.8], [y - 0.08, y - 0.08], color=MUTED, linewidth=1.2)
-    ax.text(offset + 0.5, y + 0.22, "removed", ha="center", va="center", fontsize=6, color=MUTED)
+    _markers(ax, pen, v, y)
 
 
 def _epoch_runs(records: tuple[tuple[int, str, int], ...]) -> list[tuple[int, int, int]]:
@@ -256,73 +316,34 @@ def _epoch_runs(records: tuple[tuple[int, str, int], ...]) -> list[tuple[int, in
     return runs
 
 
-def _bar(ax: Any, start: int, end: int, y: float, epoch: int, alpha: float) -> None:
-    ax.add_patch(
-        Rectangle(
-            (start, y - CELL_H / 2),
-            end - start,
-            CELL_H,
-            facecolor=epoch_color(epoch),
-            hatch=epoch_hatch(epoch),
-            edgecolor=INK,
-            alpha=alpha,
-        )
-    )
-    box = {"boxstyle": "round,pad=0.12", "facecolor": PAPER, "edgecolor": "none", "alpha": 0.85}
-    label = f"e{epoch}: offsets {start}–{end - 1}"
-    ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize=7, bbox=box)
-
-
-def _bar_ghost(ax: Any, start: int, end: int, y: float) -> None:
-    ax.add_patch(
-        Rectangle(
-            (start, y - CELL_H / 2),
-            end - start,
-            CELL_H,
-            facecolor="#f0f0f0",
-            edgecolor=MUTED,
-            linestyle="--",
-        )
-    )
-    ax.text(
-        (start + end) / 2,
-        y,
-        f"removed {start}–{end - 1}",
-        ha="center",
-        va="center",
-        fontsize=7,
-        color=MUTED,
-    )
-
-
-def _markers(ax: Any, v: ReplicaView, y: float) -> None:
+def _markers(ax: Any, pen: _Pen, v: ReplicaView, y: float) -> None:
     top, bottom = y - CELL_H / 2, y + CELL_H / 2
-    ax.plot(
-        [v.hw, v.hw], [top - 0.12, bottom + 0.12], color=INK, linewidth=3.0, solid_capstyle="butt"
-    )
+    pen.hw.append([(v.hw, top - 0.12), (v.hw, bottom + 0.12)])
     ax.text(
         v.hw, bottom + 0.2, f"HW {v.hw}", ha="center", va="top", fontsize=7.5, fontweight="bold"
     )
-    ax.plot([v.leo], [top - 0.1], marker="v", markersize=8, color=INK, linestyle="none")
+    pen.leo.append((v.leo, top - 0.1))
     ax.text(v.leo, top - 0.25, f"LEO {v.leo}", ha="center", va="bottom", fontsize=7.5)
 
 
 def _axes_frame(
     ax: Any, ticks: list[float], labels: list[str], width: int, cells: bool, title: str
 ) -> None:
+    """Limits, and the labels an axis would draw, as plain text: an axis lays out every tick
+    label on every draw, which costs more than the records themselves."""
     right = width + 1 if cells else max(width, 1) * 1.06
     ax.set_xlim(-0.6, right)
     ax.set_ylim((ticks[-1] if ticks else 0) + ROW / 2 + 0.2, -ROW / 2 - 0.2)
-    ax.set_yticks(ticks, labels)
-    ax.tick_params(axis="y", length=0)
-    ax.xaxis.tick_top()
-    ax.xaxis.set_label_position("top")
-    if cells:
-        ax.set_xticks([i + 0.5 for i in range(width)], [str(i) for i in range(width)])
-    ax.set_xlabel("offset")
-    for side in ("right", "bottom", "left"):
-        ax.spines[side].set_visible(False)
-    ax.set_title(title, loc="left", y=1.0, pad=36)  # a fixed place: no layout search
+    ax.set_axis_off()
+    left = ax.get_yaxis_transform()  # x in Axes units, y in data
+    for y, label in zip(ticks, labels, strict=True):
+        ax.text(-0.01, y, label, transform=left, ha="right", va="center", fontsize=8, gid="replica")
+    above = ax.get_xaxis_transform()  # x in data, y in Axes units
+    if cells and width:
+        for i in range(width):
+            ax.text(i + 0.5, 1.0, str(i), transform=above, ha="center", va="bottom", fontsize=8)
+        ax.text(-0.1, 1.0, "offset", transform=above, ha="right", va="bottom", fontsize=8)
+    ax.set_title(title, loc="left", y=1.0, pad=16)  # a fixed place: no layout search
 
 
 def _legend(ax: Any, epochs: list[int], flags: dict[str, bool]) -> None:
@@ -341,7 +362,7 @@ def _legend(ax: Any, epochs: list[int], flags: dict[str, bool]) -> None:
     if flags["ghost"]:
         handles.append(
             Patch(
-                facecolor="#f0f0f0",
+                facecolor=GHOST,
                 edgecolor=MUTED,
                 linestyle="--",
                 label="removed since the previous step",

@@ -13,7 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from matplotlib.collections import LineCollection
+
 from kafkalab.sim.trace import Event
+from kafkalab.viz._artists import ArrowHeads, Backdrops
 from kafkalab.viz._sources import as_events
 from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, legend_below, new_axes, style
 
@@ -111,7 +114,8 @@ def category(msg: Any) -> str:
 
 
 def _values(values: Sequence[str]) -> str:
-    values = list(values)
+    """Up to three values (long ones cut), or the first and last and how many."""
+    values = [v if len(v) <= 22 else v[:20].rstrip() + "…" for v in map(str, values)]
     return ", ".join(values) if len(values) <= 3 else f"{values[0]} … {values[-1]} ({len(values)})"
 
 
@@ -374,12 +378,25 @@ def draw_messages(
             ax = new_axes(2.8 + 1.5 * max(len(lanes), 2), 1.6 + 0.26 * flow.rows)
         ax.set_facecolor(PAPER)
         _lanes(ax, flow, lanes)
+        labels = []
         for b in flow.boundaries:
             ax.axhline(b.row, color=MUTED, linewidth=0.6, linestyle="--", zorder=0)
-            ax.text(-0.55, b.row, b.text, ha="right", va="center", fontsize=7.5, fontweight="bold")
-        for a in flow.arrows:
-            if a.src in lanes and a.dst in lanes:
-                _arrow(ax, a, lanes[a.src], lanes[a.dst])
+            labels.append(
+                ax.text(
+                    -0.55,
+                    b.row,
+                    b.text,
+                    ha="right",
+                    va="center",
+                    fontsize=7.5,
+                    fontweight="bold",
+                    zorder=6,
+                )
+            )
+        labels += _arrows(ax, [a for a in flow.arrows if a.src in lanes and a.dst in lanes], lanes)
+        cards = Backdrops(labels, color=PAPER, alpha=0.8, pad=0.8)
+        cards.set_zorder(5.5)  # over the arrows, under their labels
+        ax.add_artist(cards)
         for m in flow.marks:
             _mark(ax, m, lanes[m.node])
         _frame(ax, flow, title, legend)
@@ -406,52 +423,59 @@ def _down_spans(flow: Flow, node: str) -> list[tuple[int, int]]:
 
 
 def _lanes(ax: Any, flow: Flow, lanes: dict[str, int]) -> None:
-    for node, x in lanes.items():
-        ax.plot([x, x], [0, flow.rows + 1], color=INK, linewidth=1.0, zorder=1)
-        for a, b in _down_spans(flow, node):
-            ax.plot([x, x], [a, b], color=PAPER, linewidth=3, zorder=2)
-            ax.plot([x, x], [a, b], color=MUTED, linewidth=1.0, linestyle=":", zorder=3)
+    """One line per node; dotted (over a white gap) while the node is down."""
+    lines = [[(x, 0), (x, flow.rows + 1)] for x in lanes.values()]
+    down = [[(x, a), (x, b)] for node, x in lanes.items() for a, b in _down_spans(flow, node)]
+    ax.add_collection(LineCollection(lines, colors=INK, linewidths=1.0, zorder=1), autolim=False)
+    if down:
+        for color, width, ls, z in ((PAPER, 3.0, "-", 2), (MUTED, 1.0, ":", 3)):
+            ax.add_collection(
+                LineCollection(down, colors=color, linewidths=width, linestyles=ls, zorder=z),
+                autolim=False,
+            )
 
 
-def _arrow(ax: Any, a: Arrow, x0: int, x1: int) -> None:
-    color, ls, _ = CATEGORIES[a.category]
-    if a.outcome == "lost":
-        xm = x0 + (x1 - x0) * 0.55
-        ax.plot(
-            [x0, xm], [a.sent, a.ended], color=LOST_COLOR, linewidth=1.4, linestyle="--", zorder=4
+def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int]) -> list[Any]:
+    """Every message at once: the shafts of a family as one collection and the heads as one
+    artist (an ``annotate`` per message costs a layout each). Returns the labels."""
+    shafts: dict[str, list[Any]] = {}
+    heads, head_colors, crosses, labels = [], [], [], []
+    for a in arrows:
+        x0, x1 = lanes[a.src], lanes[a.dst]
+        if a.outcome == "lost":
+            xm = x0 + (x1 - x0) * 0.55
+            shafts.setdefault("lost", []).append([(x0, a.sent), (xm, a.ended)])
+            crosses.append((xm, a.ended))
+            label, tx, ty = f"{a.label} — LOST ({a.reason or 'lost'})", (x0 + xm) / 2, a.ended
+        else:
+            shafts.setdefault(a.category, []).append([(x0, a.sent), (x1, a.ended)])
+            heads.append(((x0, a.sent), (x1, a.ended)))
+            head_colors.append(CATEGORIES[a.category][0])
+            label = a.label + (" (in flight)" if a.outcome == "in flight" else "")
+            tx, ty = x0 + (x1 - x0) * 0.5, a.sent + (a.ended - a.sent) * 0.5
+        labels.append(
+            ax.text(tx, ty - 0.12, label, ha="center", va="bottom", fontsize=6.5, zorder=6)
         )
-        ax.plot(
-            [xm], [a.ended], marker="X", markersize=9, color=LOST_COLOR, zorder=5, linestyle="none"
+    for family, segments in sorted(shafts.items()):
+        color, ls, _ = (LOST_COLOR, "--", "") if family == "lost" else CATEGORIES[family]
+        ax.add_collection(
+            LineCollection(
+                segments,
+                colors=color,
+                linewidths=1.4 if family == "lost" else 1.3,
+                linestyles=ls,
+                zorder=4,
+                label=family,
+            ),
+            autolim=False,
         )
-        label, tx, ty = f"{a.label} — LOST ({a.reason or 'lost'})", (x0 + xm) / 2, a.ended
-    else:
-        ax.annotate(
-            "",
-            xy=(x1, a.ended),
-            xytext=(x0, a.sent),
-            arrowprops={
-                "arrowstyle": "-|>",
-                "color": color,
-                "linewidth": 1.3,
-                "linestyle": ls,
-                "shrinkA": 0,
-                "shrinkB": 0,
-            },
-            zorder=4,
-        )
-        label = a.label + (" (in flight)" if a.outcome == "in flight" else "")
-        tx, ty = x0 + (x1 - x0) * 0.5, a.sent + (a.ended - a.sent) * 0.5
-    ax.text(
-        tx,
-        ty - 0.12,
-        label,
-        ha="center",
-        va="bottom",
-        fontsize=6.5,
-        zorder=6,
-        color=INK,
-        bbox={"boxstyle": "round,pad=0.1", "facecolor": PAPER, "edgecolor": "none", "alpha": 0.8},
-    )
+    heads_artist = ArrowHeads(heads, head_colors)
+    heads_artist.set_zorder(4.5)
+    ax.add_artist(heads_artist)
+    if crosses:
+        xs, ys = zip(*crosses, strict=True)
+        ax.plot(xs, ys, marker="X", markersize=9, color=LOST_COLOR, zorder=5, linestyle="none")
+    return labels
 
 
 _MARK_STYLE = {
@@ -484,12 +508,10 @@ def _frame(ax: Any, flow: Flow, title: str | None, legend: bool) -> None:
     n = max(len(flow.lanes), 1)
     ax.set_xlim(-0.5 - 0.35 * n - 1.2, n - 0.4)
     ax.set_ylim(flow.rows + 1, 0)
-    ax.set_xticks(range(len(flow.lanes)), [_node_label(n) for n in flow.lanes])
-    ax.xaxis.tick_top()
-    ax.tick_params(axis="x", length=0)
-    ax.set_yticks([])
-    for side in ax.spines.values():
-        side.set_visible(False)
+    ax.set_axis_off()  # lane names as plain text: an axis lays out its tick labels every draw
+    above = ax.get_xaxis_transform()  # x in data, y in Axes units
+    for x, node in enumerate(flow.lanes):
+        ax.text(x, 1.0, _node_label(node), transform=above, ha="center", va="bottom", gid="lane")
     extra = f" ({flow.omitted} earlier messages not shown)" if flow.omitted else ""
     ax.set_title((title or "Messages (time runs downwards)") + extra, loc="left", y=1.0, pad=24)
     if not legend:

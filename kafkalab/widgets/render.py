@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 WIDTH_IN = 8.0
-MAX_MESSAGE_ROWS = 60  # a step with more messages shows its latest ones (and says so)
+MAX_MESSAGE_ROWS = 40  # a step with more messages draws its latest ones (and says so)
+MAX_TEXT_ROWS = 400  # the text form lists them all, up to this many
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Canvas:
     def draw(self, draw: Any, width_in: float, height_in: float) -> bytes:
         """Call ``draw(ax)`` on a clean Axes of the given size and return the SVG bytes."""
         ax = self.ax
-        for artist in [*ax.patches, *ax.texts, *ax.lines, *ax.collections]:
+        for artist in [*ax.patches, *ax.texts, *ax.lines, *ax.collections, *ax.artists]:
             artist.remove()
         left, right, top, bottom = self.margins_in
         self.figure.set_size_inches(width_in, height_in)
@@ -123,7 +124,9 @@ class ExplorerRenderer:
             messages_svg=messages_svg,
             alerts=model.alerts(),
             logs_text=describe_logs(snapshot, previous=previous),
-            messages_text=describe_messages(flow),
+            messages_text=describe_messages(
+                message_flow(events, max_rows=MAX_TEXT_ROWS, step_labels=labels)
+            ),
         )
 
 
