@@ -23,6 +23,7 @@ from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, legend_below, new_
 __all__ = [
     "CATEGORIES",
     "Flow",
+    "clip_flow",
     "describe_messages",
     "draw_messages",
     "message_flow",
@@ -193,7 +194,7 @@ def message_flow(
     for e in events:
         builder.add(e, hidden)
     flow = builder.finish()
-    return _clip(flow, max_rows)
+    return clip_flow(flow, max_rows)
 
 
 class _FlowBuilder:
@@ -314,7 +315,9 @@ def _step_text(data: dict[str, Any]) -> str:
     return " ".join(words)
 
 
-def _clip(flow: Flow, max_rows: int) -> Flow:
+def clip_flow(flow: Flow, max_rows: int) -> Flow:
+    """The latest ``max_rows`` rows of a laid-out flow (what came before is counted in
+    ``omitted``)."""
     if flow.rows <= max_rows:
         return flow
     start = flow.rows - max_rows
@@ -327,7 +330,7 @@ def _clip(flow: Flow, max_rows: int) -> Flow:
         ],
         boundaries=[Boundary(b.row - start, b.text) for b in flow.boundaries if b.row >= start],
         rows=max_rows,
-        omitted=len(flow.arrows) - len(kept),
+        omitted=flow.omitted + len(flow.arrows) - len(kept),
     )
 
 

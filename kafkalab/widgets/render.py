@@ -21,6 +21,7 @@ from kafkalab.viz import (
     render,
 )
 from kafkalab.viz._style import INK, OKABE_ITO, style
+from kafkalab.viz.messages import clip_flow
 from kafkalab.widgets.explorer import ExplorerModel, describe_step
 from kafkalab.widgets.isr_lag import IsrLagResult
 from kafkalab.widgets.tradeoff import TradeoffResult
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 WIDTH_IN = 8.0
-MAX_MESSAGE_ROWS = 40  # a step with more messages draws its latest ones (and says so)
+MAX_MESSAGE_ROWS = 30  # a step with more messages draws its latest ones (and says so)
 MAX_TEXT_ROWS = 400  # the text form lists them all, up to this many
 
 
@@ -111,7 +112,8 @@ class ExplorerRenderer:
             WIDTH_IN,
             1.0 + 0.85 * len(snapshot),
         )
-        flow = message_flow(events, max_rows=MAX_MESSAGE_ROWS, step_labels=labels)
+        every = message_flow(events, max_rows=MAX_TEXT_ROWS, step_labels=labels)
+        flow = clip_flow(every, MAX_MESSAGE_ROWS)
         title = f"Messages of {_short(model)}"
         messages_svg = self.messages.draw(
             lambda ax: draw_messages(flow, ax=ax, legend=False, title=title),
@@ -124,9 +126,7 @@ class ExplorerRenderer:
             messages_svg=messages_svg,
             alerts=model.alerts(),
             logs_text=describe_logs(snapshot, previous=previous),
-            messages_text=describe_messages(
-                message_flow(events, max_rows=MAX_TEXT_ROWS, step_labels=labels)
-            ),
+            messages_text=describe_messages(every),
         )
 
 
