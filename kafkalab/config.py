@@ -38,6 +38,7 @@ class Config:
     replica_lag_time_max_ms: int = 30000
     replica_lag_max_messages: int | None = None  # the pre-0.9 rule; None turns it off
     replica_fetch_wait_max_ms: int = 500
+    replica_fetch_max_bytes: int = 1048576  # per partition and fetch; at least one record
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     zookeeper_session_timeout_ms: int = 18000
@@ -231,6 +232,11 @@ def _validate(c: Config) -> None:
         if c.replication_factor < 1:
             raise ConfigError(f"replication.factor={c.replication_factor} is not allowed: use >= 1")
         check_min_isr(c, c.replication_factor)
+    if c.replica_fetch_max_bytes < 1:
+        raise ConfigError(
+            f"replica.fetch.max.bytes={c.replica_fetch_max_bytes} is not allowed: use >= 1 "
+            "(bytes; a fetch returns at least one record whatever the limit)"
+        )
     if c.replica_lag_max_messages is not None and c.replica_lag_max_messages < 1:
         raise ConfigError(
             f"replica.lag.max.messages={c.replica_lag_max_messages} is not allowed: "

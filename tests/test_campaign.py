@@ -67,6 +67,7 @@ def test_the_first_fault_kinds_draw_the_schedules_they_always_drew() -> None:
         ("partition", {"partition", "heal"}),
         ("zk_isolation", {"disconnect", "reconnect"}),
         ("burst", {"burst"}),
+        ("slow_link", {"throttle"}),
     ],
 )
 def test_each_new_fault_kind_schedules_its_actions(kind: str, actions: set[str]) -> None:
@@ -85,6 +86,10 @@ def test_each_new_fault_kind_schedules_its_actions(kind: str, actions: set[str])
             assert all(sides) and "zk" in groups[0]
         if f.action == "burst":
             assert 100 <= f.args[0] <= 2000
+        if f.action == "throttle":
+            slow, other, rate = f.args
+            assert slow in (1, 2, 3) and other in {1, 2, 3} - {slow}
+            assert rate in (0.1, 0.2, 0.5, None)
 
 
 def test_faults_never_overlap_on_a_node_and_a_partition_has_the_cluster_to_itself() -> None:

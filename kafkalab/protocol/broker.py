@@ -14,7 +14,7 @@ from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.controller import Controller
-from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
+from kafkalab.protocol.log import RECORD_BYTES, UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
 from kafkalab.protocol.offsets import GroupCoordinator
 from kafkalab.protocol.producer_state import DUPLICATE, ProducerStateManager
 from kafkalab.protocol.rules import DEFAULT_RULES, Rules
@@ -871,7 +871,7 @@ class Broker:
         if error is not None:
             ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, error, leader_leo=r.log.leo))
             return
-        records = tuple(r.log.records[req.fetch_offset :])
+        records = _read(r, req)
         hw = r.log.hw
         self._update_follower_fetch_state(ctx, r, req.replica_id, req.fetch_offset)
         if not records and req.max_wait_ms > 0:
@@ -909,7 +909,7 @@ class Broker:
         """DelayedFetch.onComplete reads again (readFromPurgatory) without updating the
         follower's state, which was applied when the request arrived."""
         req = f.request
-        records = tuple(r.log.records[req.fetch_offset :])
+        records = _read(r, req)
         hw = r.log.hw
         ctx.send(f.src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
 
@@ -1073,7 +1073,15 @@ class Broker:
             )
         else:
             wait = self.config.replica_fetch_wait_max_ms if self._auto(r) else 0
-            req = m.FetchRequest(r.tp, self.id, r.log.leo, current_epoch, wait, self.correlation)
+            req = m.FetchRequest(
+                r.tp,
+                self.id,
+                r.log.leo,
+                current_epoch,
+                wait,
+                self.correlation,
+                self.config.replica_fetch_max_bytes,
+            )
         ctx.send(r.leader, req)
         if self._auto(r):
             # The fetcher's request timeout: a lost request or response does not stall it forever.
@@ -1183,3 +1191,11 @@ def _load_replica(tp: str, disk: Disk) -> ReplicaState:
     that log."""
     log = Log(disk)
     return ReplicaState(tp, log, producers=ProducerStateManager.rebuild(log.records))
+
+
+def _read(r: ReplicaState, req: m.FetchRequest) -> tuple[Any, ...]:
+    """UnifiedLog.read(maxLength = replica.fetch.max.bytes, minOneMessage = true): the records
+    from the fetch offset that fit in the request's byte budget, and always at least one, so a
+    follower makes progress whatever the limit (every record weighs RECORD_BYTES)."""
+    count = max(1, req.max_bytes // RECORD_BYTES)
+    return tuple(r.log.records[req.fetch_offset : req.fetch_offset + count])

@@ -6,10 +6,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_OFFSET", "Disk", "Log", "Record", "epoch_end_offset"]
+__all__ = [
+    "RECORD_BYTES",
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_OFFSET",
+    "Disk",
+    "Log",
+    "Record",
+    "epoch_end_offset",
+]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
+# What one record weighs on the wire and on disk. The simulator's values are short names
+# ("m1"), so every record counts as 100 bytes (value, key, headers and its share of the batch
+# header), the record size of Kafka's own kafka-producer-perf-test examples. It is what
+# replica.fetch.max.bytes (10485 records at the default 1 MiB) and a throttled link's bandwidth
+# are measured in.
+RECORD_BYTES = 100
 
 
 @dataclass(frozen=True, slots=True)

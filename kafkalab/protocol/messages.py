@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalab.protocol.log import Record
+from kafkalab.protocol.log import RECORD_BYTES, Record
 
 __all__ = [
     "AddOffsetsToTxnRequest",
@@ -99,6 +99,10 @@ class ProduceRequest:
     base_sequence: int = -1
     transactional_id: str = ""  # set for a transactional producer's batch
 
+    @property
+    def wire_bytes(self) -> int:
+        return len(self.values) * RECORD_BYTES
+
 
 @dataclass(slots=True)
 class ProduceResponse:
@@ -116,6 +120,7 @@ class FetchRequest:
     current_leader_epoch: int | None  # None before KIP-320
     max_wait_ms: int
     correlation_id: int
+    max_bytes: int = 1048576  # replica.fetch.max.bytes: the partition's share of the response
 
 
 @dataclass(slots=True)
@@ -126,6 +131,11 @@ class FetchResponse:
     records: tuple[Record, ...] = ()
     hw: int = -1
     leader_leo: int = -1
+
+    @property
+    def wire_bytes(self) -> int:
+        """What the response weighs on a link whose bandwidth is limited."""
+        return len(self.records) * RECORD_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +434,10 @@ class ConsumerFetchResponse:
     hw: int = -1
     lso: int = -1
     aborted: tuple[Any, ...] = ()  # AbortedTxn entries overlapping the records
+
+    @property
+    def wire_bytes(self) -> int:
+        return len(self.records) * RECORD_BYTES
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,7 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "advance": ("ms", ("ms",)),
     "disconnect": (None, ()),
     "reconnect": (None, ()),
+    "throttle": (None, ()),
     "partition": (None, ()),
     "heal": (None, ()),
     "check": (None, ()),
@@ -354,6 +355,13 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         if not isinstance(arg, list) or len(arg) != 2:
             raise ScenarioError(f"{where} ({kind}): give two nodes, like [1, zk]")
         return {"a": arg[0], "b": arg[1]}
+    if kind == "throttle":
+        if not isinstance(arg, list) or len(arg) != 3:
+            raise ScenarioError(
+                f"{where} (throttle): give two nodes and megabytes per second (null: full "
+                "speed), like [1, 2, 1.5]"
+            )
+        return {"a": arg[0], "b": arg[1], "mb_per_s": arg[2]}
     if kind == "partition":
         if not isinstance(arg, list) or len(arg) < 2 or not all(isinstance(g, list) for g in arg):
             raise ScenarioError(
@@ -525,6 +533,8 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
             cluster.advance(a["ms"])
         elif step.kind in ("disconnect", "reconnect"):
             getattr(cluster, step.kind)(a["a"], a["b"])
+        elif step.kind == "throttle":
+            cluster.throttle(a["a"], a["b"], a["mb_per_s"])
         elif step.kind == "partition":
             cluster.partition(a["groups"])
         else:

@@ -867,6 +867,30 @@ class Cluster:
                 self.sim.record("link", "network", {"a": ha, "b": hb, "up": up})
         self._settle()
 
+    def throttle(self, a: Any, b: Any, mb_per_s: float | None) -> None:
+        """Slow the link between two nodes to ``mb_per_s`` megabytes per second (``None``: full
+        speed again), as a congested or degraded network would. Records weigh RECORD_BYTES
+        (100) each, so a follower behind a 0.1 MB/s link copies a thousand records a second."""
+        hosts_a, hosts_b = self._hosts(a), self._hosts(b)
+        if set(hosts_a) & set(hosts_b):
+            raise ActionError(f"{a!r} and {b!r} are the same node: name two different nodes")
+        if mb_per_s is not None and (
+            isinstance(mb_per_s, bool)
+            or not isinstance(mb_per_s, int | float)
+            or not 0 < mb_per_s <= 10000
+        ):
+            raise ActionError(
+                f"mb_per_s={mb_per_s!r} is not allowed: use a number of megabytes per second "
+                "in (0, 10000], or None for full speed"
+            )
+        self._step("throttle", a=a, b=b, mb_per_s=mb_per_s)
+        rate = None if mb_per_s is None else mb_per_s * 1000.0  # 1 MB/s is 1000 bytes per ms
+        for ha in hosts_a:
+            for hb in hosts_b:
+                self.sim.set_bandwidth(ha, hb, rate)
+                self.sim.record("throttle", "network", {"a": ha, "b": hb, "mb_per_s": mb_per_s})
+        self._settle()
+
     def partition(self, groups: Iterable[Iterable[Any]]) -> None:
         """Cut every link between nodes of different groups; nodes left out keep their links."""
         hosts = [[h for n in g for h in self._hosts(n)] for g in groups]
@@ -1157,6 +1181,7 @@ STEP_METHODS = (
     "advance",
     "disconnect",
     "reconnect",
+    "throttle",
     "partition",
     "heal",
 )

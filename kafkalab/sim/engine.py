@@ -9,6 +9,7 @@ into named streams so that adding a fault type does not change the network's dra
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -47,6 +48,8 @@ class Simulation:
         self.loss_rate = loss_rate  # the chance that a message between two hosts is lost
         self._loss_rng = self.stream("loss")
         self._last_arrival: dict[tuple[Any, Any], int] = {}
+        self.bandwidth: dict[frozenset, float] = {}  # bytes per ms of a throttled link
+        self._link_free: dict[tuple[Any, Any], int] = {}  # when a link has sent what it holds
         self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
         self.observers: list[Callable[[Event], None]] = []
         self.on_halt: Callable[[Any, str, bool], None] | None = None
@@ -121,6 +124,16 @@ class Simulation:
         else:
             self.cut.add(key)
 
+    def set_bandwidth(self, host_a: Any, host_b: Any, bytes_per_ms: float | None) -> None:
+        """Limit the link between two hosts (None: no limit). A message carrying records
+        (``wire_bytes``) then takes its size over the bandwidth to cross, after whatever the
+        link is still sending in that direction: one TCP connection, one message at a time."""
+        key = frozenset((host_a, host_b))
+        if bytes_per_ms is None:
+            self.bandwidth.pop(key, None)
+        else:
+            self.bandwidth[key] = bytes_per_ms
+
     def heal_all(self) -> None:
         for key in sorted(self.cut, key=lambda k: sorted(map(str, k))):
             self.set_link(*sorted(key, key=str), True)
@@ -176,6 +189,8 @@ class Simulation:
         else:
             arrival = self.now + self._net_rng.randint(lo, hi) + extra
         key = (src, dst)
+        if self.bandwidth:
+            arrival += self._transfer_ms(src, dst, msg)
         last = self._last_arrival.get(key, 0)
         if last > arrival:  # TCP: nothing overtakes an earlier message on the same link
             arrival = last
@@ -185,6 +200,19 @@ class Simulation:
             self._heap,
             (arrival, self._seq, _DELIVER, src, dst, msg, inc, hold),
         )
+
+    def _transfer_ms(self, src: Any, dst: Any, msg: Any) -> int:
+        """How long ``msg`` waits for, then takes over, a throttled link (0 if unlimited)."""
+        hosts = self.hosts
+        ha, hb = hosts.get(src, src), hosts.get(dst, dst)
+        rate = self.bandwidth.get(frozenset((ha, hb)))
+        size = getattr(msg, "wire_bytes", 0)
+        if rate is None or not size:
+            return 0
+        start = max(self.now, self._link_free.get((ha, hb), 0))
+        done = start + math.ceil(size / rate)
+        self._link_free[(ha, hb)] = done
+        return done - self.now
 
     # ---- loop ------------------------------------------------------------------------------
 

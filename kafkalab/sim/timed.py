@@ -24,6 +24,7 @@ FAULT_ACTIONS = (
     "restart",
     "disconnect",
     "reconnect",
+    "throttle",
     "partition",
     "heal",
     "pause",
@@ -42,6 +43,8 @@ FAULT_KINDS: dict[str, str] = {
     "partition": "the brokers split into two sides, ZooKeeper/the controllers on one, then heal",
     "zk_isolation": "one broker is cut from ZooKeeper (KRaft: the controller quorum), then healed",
     "burst": "the producer sends one large batch at once (see replica.lag.max.messages)",
+    "slow_link": "a broker's links to the other brokers slow to 0.1-0.5 MB/s for a while, then "
+    "recover: a follower behind them copies a burst for seconds",
 }
 
 
@@ -240,6 +243,21 @@ def _zk_isolation(
     return [Fault(t, "disconnect", (b, "zk")), Fault(t + down, "reconnect", (b, "zk"))]
 
 
+def _slow_link(
+    rng: random.Random, t: int, down: int, brokers: int, busy: _Busy, _: tuple[int, int]
+) -> list[Fault]:
+    """Every link between one broker and the others slows to 0.1, 0.2 or 0.5 MB/s for ``down`` ms."""
+    b = rng.randint(1, brokers)
+    if busy[b] > t:
+        return []
+    rate = rng.choice((0.1, 0.2, 0.5))
+    busy[b] = t + down + 1
+    others = [o for o in range(1, brokers + 1) if o != b]
+    return [Fault(t, "throttle", (b, o, rate)) for o in others] + [
+        Fault(t + down, "throttle", (b, o, None)) for o in others
+    ]
+
+
 def _burst(
     rng: random.Random, t: int, _down: int, _b: int, _busy: _Busy, records: tuple[int, int]
 ) -> list[Fault]:
@@ -252,6 +270,7 @@ _MORE_KINDS = {
     "partition": _partition,
     "zk_isolation": _zk_isolation,
     "burst": _burst,
+    "slow_link": _slow_link,
 }
 
 
@@ -338,6 +357,8 @@ def _recover(cluster: Cluster) -> None:
     for host in sorted(cluster.sim.paused, key=str):
         cluster.resume(host)
     cluster.heal()
+    for a, b in sorted(sorted(pair, key=str) for pair in cluster.sim.bandwidth):
+        cluster.throttle(a, b, None)
     for node in [*cluster.broker_ids, *sorted(cluster._stopped_nodes)]:
         if node not in cluster.sim.actors:
             cluster.restart(node)
