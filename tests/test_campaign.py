@@ -68,6 +68,7 @@ def test_the_first_fault_kinds_draw_the_schedules_they_always_drew() -> None:
         ("zk_isolation", {"disconnect", "reconnect"}),
         ("burst", {"burst"}),
         ("slow_link", {"throttle"}),
+        ("bursty", {"burst"}),
     ],
 )
 def test_each_new_fault_kind_schedules_its_actions(kind: str, actions: set[str]) -> None:
@@ -86,6 +87,9 @@ def test_each_new_fault_kind_schedules_its_actions(kind: str, actions: set[str])
             assert all(sides) and "zk" in groups[0]
         if f.action == "burst":
             assert 100 <= f.args[0] <= 2000
+    if kind == "bursty":  # spells of bursts, one to three seconds apart
+        gaps = {b.time_ms - a.time_ms for a, b in zip(faults, faults[1:], strict=False)}
+        assert gaps & set(range(1000, 3001))
         if f.action == "throttle":
             slow, other, rate = f.args
             assert slow in (1, 2, 3) and other in {1, 2, 3} - {slow}

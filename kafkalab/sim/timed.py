@@ -43,6 +43,8 @@ FAULT_KINDS: dict[str, str] = {
     "partition": "the brokers split into two sides, ZooKeeper/the controllers on one, then heal",
     "zk_isolation": "one broker is cut from ZooKeeper (KRaft: the controller quorum), then healed",
     "burst": "the producer sends one large batch at once (see replica.lag.max.messages)",
+    "bursty": "for a while the producer sends a large batch every one to three seconds: "
+    "steady bursty traffic",
     "slow_link": "a broker's links to the other brokers slow to 0.1-0.5 MB/s for a while, then "
     "recover: a follower behind them copies a burst for seconds",
 }
@@ -264,6 +266,14 @@ def _burst(
     return [Fault(t, "burst", (rng.randint(*records),))]
 
 
+def _bursty(
+    rng: random.Random, t: int, down: int, _b: int, _busy: _Busy, records: tuple[int, int]
+) -> list[Fault]:
+    """A burst of ``records`` every 1 to 3 s (one gap for the whole spell) for ``down`` ms."""
+    gap = rng.randint(1000, 3000)
+    return [Fault(s, "burst", (rng.randint(*records),)) for s in range(t, t + down, gap)]
+
+
 _MORE_KINDS = {
     "power_loss": _power_loss,
     "slow": _slow,
@@ -271,6 +281,7 @@ _MORE_KINDS = {
     "zk_isolation": _zk_isolation,
     "burst": _burst,
     "slow_link": _slow_link,
+    "bursty": _bursty,
 }
 
 

@@ -40,6 +40,7 @@ EVENT_KINDS: dict[str, str] = {
     "restart": "a broker started again from what its disk holds (leo, hw)",
     "flush": "a broker fsynced its log and wrote its HW checkpoint",
     "link": "a network link was cut or healed (a, b, up)",
+    "throttle": "a network link was slowed, or given back its full speed (a, b, mb_per_s: None)",
     "append": "a leader appended records (first, last, leader_epoch)",
     "replicate": "a follower appended fetched records (first, last)",
     "truncate": "a replica removed records (to, old_leo, old_hw, removed, reason)",
