@@ -39,6 +39,7 @@ from kafkalab.viz import (  # noqa: E402
     replica_labels,
     replication_series,
 )
+from kafkalab.viz._artists import Labels  # noqa: E402
 from kafkalab.viz._style import EPOCH_COLORS, epoch_color, epoch_hatch  # noqa: E402
 
 
@@ -47,7 +48,9 @@ def _axes():
 
 
 def _texts(ax) -> list[str]:
-    return [t.get_text() for t in ax.texts]
+    """Every label of a picture: matplotlib texts and kafkalab's fast labels."""
+    fast = [text for a in ax.artists if isinstance(a, Labels) for text in a.texts()]
+    return [t.get_text() for t in ax.texts] + fast
 
 
 def _svg(ax) -> bytes:

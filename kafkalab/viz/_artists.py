@@ -1,4 +1,4 @@
-"""Two artists that draw many small things as one collection.
+"""Three artists that draw many small things in one pass.
 
 matplotlib draws every ``Text`` bbox and every ``annotate`` arrow as an artist of its own, each
 with its own layout; a picture with a hundred of them takes a hundred layouts. These two do
@@ -9,20 +9,28 @@ milliseconds:
   each label's own extent at draw time;
 * :class:`ArrowHeads`: the heads of straight arrows, turned to each arrow's direction on the
   page at draw time (the direction depends on the Axes' size and limits, which a constrained
-  layout sets only when the figure is drawn).
+  layout sets only when the figure is drawn);
+* :class:`Labels`: many short labels (a record's value, an arrow's message), each measured once
+  per process and handed to the renderer as text, with an optional card behind each. A
+  matplotlib ``Text`` lays itself out again on every draw, which costs ten times as much.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.artist import Artist
 from matplotlib.collections import PolyCollection
+from matplotlib.font_manager import FontProperties
 from matplotlib.transforms import IdentityTransform
 
-__all__ = ["ArrowHeads", "Backdrops"]
+__all__ = ["ArrowHeads", "Backdrops", "Label", "Labels"]
+
+_FAMILY = "DejaVu Sans"  # the family kafkalab's style sets (kafkalab.viz._style)
+_LINE_SPACING = 1.2  # matplotlib's default linespacing
 
 
 class Backdrops(Artist):
@@ -83,6 +91,105 @@ class ArrowHeads(Artist):
                 [(x1, y1), (bx - uy * half, by + ux * half), (bx + uy * half, by - ux * half)]
             )
         _polygons(self, heads, self.colors, 1.0).draw(renderer)
+
+
+@dataclass(frozen=True)
+class Label:
+    """One label: its anchor point (data coordinates), text (lines split at newlines), size in
+    points, weight, colour and alignment to the anchor."""
+
+    x: float
+    y: float
+    text: str
+    size: float = 7.5
+    weight: str = "normal"
+    color: str = "#1a1a1a"
+    ha: str = "center"  # left, center, right
+    va: str = "center"  # bottom, center, top
+
+
+class Labels(Artist):
+    """Labels drawn as text, with a card of ``card`` colour behind each one when given."""
+
+    def __init__(self, *, card: str | None = None, card_alpha: float = 0.85, pad: float = 1.0):
+        super().__init__()
+        self.items: list[Label] = []
+        self.card, self.card_alpha, self.pad = card, card_alpha, pad
+        self.set_in_layout(False)
+
+    def add(self, x: float, y: float, text: str, **style: Any) -> None:
+        self.items.append(Label(x, y, text, **style))
+
+    def texts(self) -> list[str]:
+        """What the labels say, in the order they were added (for tests and text twins)."""
+        return [label.text for label in self.items]
+
+    def draw(self, renderer: Any) -> None:
+        if not self.get_visible() or not self.items:
+            return
+        points = self.axes.transData.transform([(i.x, i.y) for i in self.items])
+        pad = renderer.points_to_pixels(self.pad)
+        height = renderer.get_canvas_width_height()[1]
+        flip = renderer.flipy()
+        cards, lines = [], []
+        for item, (px, py) in zip(self.items, points, strict=True):
+            prop = _prop(item.size, item.weight)
+            rows = item.text.split("\n")
+            widths = [_extent(renderer, row, prop)[0] for row in rows]
+            _, tall, descent = _extent(renderer, "lp", prop)
+            ascent, step = tall - descent, _LINE_SPACING * tall
+            block_w = max(widths)
+            block_h = ascent + descent + step * (len(rows) - 1)
+            left = {"left": px, "center": px - block_w / 2, "right": px - block_w}[item.ha]
+            top = {"top": py, "center": py + block_h / 2, "bottom": py + block_h}[item.va]
+            if self.card is not None:
+                x0, x1 = left - pad, left + block_w + pad
+                y0, y1 = top - block_h - pad, top + pad
+                cards.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+            for i, (row, width) in enumerate(zip(rows, widths, strict=True)):
+                x = left + {"left": 0.0, "center": (block_w - width) / 2}.get(
+                    item.ha, block_w - width
+                )
+                baseline = top - ascent - i * step
+                lines.append((x, height - baseline if flip else baseline, row, prop, item.color))
+        if cards:
+            _polygons(self, cards, self.card, self.card_alpha).draw(renderer)
+        gc = renderer.new_gc()
+        try:
+            for x, y, row, prop, color in lines:
+                gc.set_foreground(color)
+                renderer.draw_text(gc, x, y, row, prop, 0.0)
+        finally:
+            gc.restore()
+
+
+_PROPS: dict[tuple[float, str], FontProperties] = {}
+_EXTENTS: dict[tuple[str, float, str, float, str], tuple[float, float, float]] = {}
+
+
+def _prop(size: float, weight: str) -> FontProperties:
+    key = (size, weight)
+    if key not in _PROPS:
+        _PROPS[key] = FontProperties(family=_FAMILY, size=size, weight=weight)
+    return _PROPS[key]
+
+
+def _extent(renderer: Any, text: str, prop: FontProperties) -> tuple[float, float, float]:
+    """Width, height and descent of one line in the renderer's pixels, measured once per
+    kind of renderer, resolution, text and font."""
+    key = (
+        type(renderer).__name__,
+        renderer.points_to_pixels(1.0),
+        text,
+        prop.get_size(),
+        str(prop.get_weight()),
+    )
+    found = _EXTENTS.get(key)
+    if found is None:
+        if len(_EXTENTS) > 20000:  # a long session: start over rather than grow without end
+            _EXTENTS.clear()
+        found = _EXTENTS[key] = renderer.get_text_width_height_descent(text, prop, ismath=False)
+    return found
 
 
 def _polygons(owner: Artist, polygons: list[Any], color: Any, alpha: float) -> PolyCollection:

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from kafkalab.sim.cluster import ReplicaView
-from kafkalab.viz._artists import Backdrops
+from kafkalab.viz._artists import Labels
 from kafkalab.viz._sources import as_snapshot
 from kafkalab.viz._style import (
     INK,
@@ -157,7 +157,8 @@ class _Pen:
     def __init__(self) -> None:
         self.boxes: dict[tuple[int, float], list[tuple[float, float, float, str]]] = {}
         self.ghosts: list[tuple[float, float, float]] = []
-        self.labels: list[Any] = []  # texts that sit on a hatched fill and need a card
+        self.labels = Labels(card=PAPER, pad=1.0)  # on a hatched fill: each needs a card
+        self.notes = Labels()  # HW, LEO and what was removed
         self.hw: list[list[tuple[float, float]]] = []
         self.leo: list[tuple[float, float]] = []
 
@@ -201,7 +202,9 @@ class _Pen:
         if self.leo:
             xs, ys = zip(*self.leo, strict=True)
             ax.plot(xs, ys, marker="v", markersize=8, color=INK, linestyle="none", zorder=4)
-        ax.add_artist(Backdrops(self.labels, color=PAPER, pad=1.0))
+        for labels in (self.labels, self.notes):
+            labels.set_zorder(4)
+            ax.add_artist(labels)
 
 
 def _draw(
@@ -232,7 +235,7 @@ def _draw(
             isr = _leader_isr(snapshot)
             gone = removed_records(previous, snapshot)
             for broker, v in sorted(snapshot.items()):
-                _row(ax, pen, v, y, cells, gone.get(broker, []), flags)
+                _row(pen, v, y, cells, gone.get(broker, []), flags)
                 label = f"broker {broker}\n{_role(v)}" + ("\nin ISR" if broker in isr else "")
                 ticks.append(y)
                 labels.append(f"{name}: {label}" if name else label)
@@ -251,7 +254,6 @@ def replica_labels(ax: Any) -> list[str]:
 
 
 def _row(
-    ax: Any,
     pen: _Pen,
     v: ReplicaView,
     y: float,
@@ -266,44 +268,22 @@ def _row(
             flags["unflushed"] |= unflushed
             pen.box(epoch, alpha, offset + 0.04, y, 0.92, ":" if unflushed else "-")
             text = value if len(value) <= 6 else value[:5] + "…"
-            pen.labels.append(
-                ax.text(
-                    offset + 0.5, y, f"{text}\ne{epoch}", ha="center", va="center", fontsize=7.5
-                )
-            )
+            pen.labels.add(offset + 0.5, y, f"{text}\ne{epoch}")
         for offset, value, _ in gone:
             pen.ghosts.append((offset + 0.04, y, 0.92))
-            ax.text(
-                offset + 0.5,
-                y,
-                f"{value[:6]}\nremoved",
-                ha="center",
-                va="center",
-                fontsize=6.5,
-                color=MUTED,
-            )
+            pen.notes.add(offset + 0.5, y, f"{value[:6]}\nremoved", size=6.5, color=MUTED)
             flags["ghost"] = True
     else:
         for start, end, epoch in _epoch_runs(v.records):
             pen.box(epoch, alpha, start, y, end - start, "-")
-            label = f"e{epoch}: offsets {start}–{end - 1}"
-            pen.labels.append(
-                ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize=7)
-            )
+            pen.labels.add((start + end) / 2, y, f"e{epoch}: offsets {start}–{end - 1}", size=7)
         if gone:
             start, end = gone[0][0], gone[-1][0] + 1
             pen.ghosts.append((start, y, end - start))
-            ax.text(
-                (start + end) / 2,
-                y,
-                f"removed {start}–{end - 1}",
-                ha="center",
-                va="center",
-                fontsize=7,
-                color=MUTED,
-            )
+            label = f"removed {start}–{end - 1}"
+            pen.notes.add((start + end) / 2, y, label, size=7, color=MUTED)
             flags["ghost"] = True
-    _markers(ax, pen, v, y)
+    _markers(pen, v, y)
 
 
 def _epoch_runs(records: tuple[tuple[int, str, int], ...]) -> list[tuple[int, int, int]]:
@@ -316,14 +296,12 @@ def _epoch_runs(records: tuple[tuple[int, str, int], ...]) -> list[tuple[int, in
     return runs
 
 
-def _markers(ax: Any, pen: _Pen, v: ReplicaView, y: float) -> None:
+def _markers(pen: _Pen, v: ReplicaView, y: float) -> None:
     top, bottom = y - CELL_H / 2, y + CELL_H / 2
     pen.hw.append([(v.hw, top - 0.12), (v.hw, bottom + 0.12)])
-    ax.text(
-        v.hw, bottom + 0.2, f"HW {v.hw}", ha="center", va="top", fontsize=7.5, fontweight="bold"
-    )
+    pen.notes.add(v.hw, bottom + 0.2, f"HW {v.hw}", weight="bold", va="top")
     pen.leo.append((v.leo, top - 0.1))
-    ax.text(v.leo, top - 0.25, f"LEO {v.leo}", ha="center", va="bottom", fontsize=7.5)
+    pen.notes.add(v.leo, top - 0.25, f"LEO {v.leo}", va="bottom")
 
 
 def _axes_frame(
@@ -339,9 +317,11 @@ def _axes_frame(
     for y, label in zip(ticks, labels, strict=True):
         ax.text(-0.01, y, label, transform=left, ha="right", va="center", fontsize=8, gid="replica")
     above = ax.get_xaxis_transform()  # x in data, y in Axes units
+    offsets = Labels()  # the offsets over the cells, at the top edge of the Axes
+    ax.add_artist(offsets)
     if cells and width:
         for i in range(width):
-            ax.text(i + 0.5, 1.0, str(i), transform=above, ha="center", va="bottom", fontsize=8)
+            offsets.add(i + 0.5, -ROW / 2 - 0.2, str(i), size=8, va="bottom")
         ax.text(-0.1, 1.0, "offset", transform=above, ha="right", va="bottom", fontsize=8)
     ax.set_title(title, loc="left", y=1.0, pad=16)  # a fixed place: no layout search
 

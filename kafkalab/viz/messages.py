@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.collections import LineCollection
 
 from kafkalab.sim.trace import Event
-from kafkalab.viz._artists import ArrowHeads, Backdrops
+from kafkalab.viz._artists import ArrowHeads, Labels
 from kafkalab.viz._sources import as_events
 from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, legend_below, new_axes, style
 
@@ -381,25 +381,13 @@ def draw_messages(
             ax = new_axes(2.8 + 1.5 * max(len(lanes), 2), 1.6 + 0.26 * flow.rows)
         ax.set_facecolor(PAPER)
         _lanes(ax, flow, lanes)
-        labels = []
+        labels = Labels(card=PAPER, card_alpha=0.8, pad=0.8)  # carded: arrows run under them
         for b in flow.boundaries:
             ax.axhline(b.row, color=MUTED, linewidth=0.6, linestyle="--", zorder=0)
-            labels.append(
-                ax.text(
-                    -0.55,
-                    b.row,
-                    b.text,
-                    ha="right",
-                    va="center",
-                    fontsize=7.5,
-                    fontweight="bold",
-                    zorder=6,
-                )
-            )
-        labels += _arrows(ax, [a for a in flow.arrows if a.src in lanes and a.dst in lanes], lanes)
-        cards = Backdrops(labels, color=PAPER, alpha=0.8, pad=0.8)
-        cards.set_zorder(5.5)  # over the arrows, under their labels
-        ax.add_artist(cards)
+            labels.add(-0.55, b.row, b.text, weight="bold", ha="right")
+        _arrows(ax, [a for a in flow.arrows if a.src in lanes and a.dst in lanes], lanes, labels)
+        labels.set_zorder(6)
+        ax.add_artist(labels)
         for m in flow.marks:
             _mark(ax, m, lanes[m.node])
         _frame(ax, flow, title, legend)
@@ -438,11 +426,11 @@ def _lanes(ax: Any, flow: Flow, lanes: dict[str, int]) -> None:
             )
 
 
-def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int]) -> list[Any]:
-    """Every message at once: the shafts of a family as one collection and the heads as one
-    artist (an ``annotate`` per message costs a layout each). Returns the labels."""
+def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int], labels: Labels) -> None:
+    """Every message at once: the shafts of a family as one collection, the heads as one
+    artist and the labels into ``labels`` (an ``annotate`` per message costs a layout each)."""
     shafts: dict[str, list[Any]] = {}
-    heads, head_colors, crosses, labels = [], [], [], []
+    heads, head_colors, crosses = [], [], []
     for a in arrows:
         x0, x1 = lanes[a.src], lanes[a.dst]
         if a.outcome == "lost":
@@ -456,9 +444,7 @@ def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int]) -> list[Any]:
             head_colors.append(CATEGORIES[a.category][0])
             label = a.label + (" (in flight)" if a.outcome == "in flight" else "")
             tx, ty = x0 + (x1 - x0) * 0.5, a.sent + (a.ended - a.sent) * 0.5
-        labels.append(
-            ax.text(tx, ty - 0.12, label, ha="center", va="bottom", fontsize=6.5, zorder=6)
-        )
+        labels.add(tx, ty - 0.12, label, size=6.5, va="bottom")
     for family, segments in sorted(shafts.items()):
         color, ls, _ = (LOST_COLOR, "--", "") if family == "lost" else CATEGORIES[family]
         ax.add_collection(
@@ -478,7 +464,6 @@ def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int]) -> list[Any]:
     if crosses:
         xs, ys = zip(*crosses, strict=True)
         ax.plot(xs, ys, marker="X", markersize=9, color=LOST_COLOR, zorder=5, linestyle="none")
-    return labels
 
 
 _MARK_STYLE = {
