@@ -8,7 +8,8 @@ A spec is a YAML file (like the scenario files) or a mapping::
     seeds_per_partition: 25       # trials per output file (the unit of resume)
     trial: {brokers: 3, duration_ms: 30000, settle_ms: 30000, interval_ms: 20, batch: 1}
     faults:
-      kinds: [crash, power_loss, disconnect, partition, slow, zk_isolation, burst, bursty, slow_link]
+      kinds: [crash, power_loss, disconnect, partition, slow, zk_isolation, burst, bursty,
+              slow_link]
       swarm: true                 # each trial enables a random subset of the kinds
       mean_interval_ms: [3000, 12000]   # one value, or [low, high] drawn per trial
       max_down_ms: 20000

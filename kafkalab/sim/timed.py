@@ -248,7 +248,8 @@ def _zk_isolation(
 def _slow_link(
     rng: random.Random, t: int, down: int, brokers: int, busy: _Busy, _: tuple[int, int]
 ) -> list[Fault]:
-    """Every link between one broker and the others slows to 0.1, 0.2 or 0.5 MB/s for ``down`` ms."""
+    """Every link between one broker and the others slows to 0.1, 0.2 or 0.5 MB/s for
+    ``down`` ms."""
     b = rng.randint(1, brokers)
     if busy[b] > t:
         return []
