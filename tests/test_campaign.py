@@ -474,7 +474,7 @@ def test_campaign_list_validate_and_show(capsys: pytest.CaptureFixture[str]) -> 
     assert {line.split()[0] for line in out.splitlines()} == {"large", "small", "tiny"}
     assert main(["campaign", "validate", "small"]) == 0
     out = capsys.readouterr().out
-    assert "12 config(s) x 16 seed(s) = 192 trials in 12 part(s)" in out
+    assert "12 config(s) x 32 seed(s) = 384 trials in 24 part(s)" in out
     assert "config 11: preset=3.7 acks=all min.insync.replicas=2" in out
     assert main(["campaign", "show", "tiny"]) == 0
     assert json.loads(capsys.readouterr().out)["name"] == "tiny"

@@ -133,7 +133,7 @@ def test_the_campaign_is_found_wherever_the_notebook_runs(
 
     monkeypatch.chdir(tmp_path)  # a grader runs submissions in a temporary folder
     assert campaign_path() == ROOT / "datasets" / "small"
-    assert reference_value("select count(*) from trials") == 192
+    assert reference_value("select count(*) from trials") == 384
     with pytest.raises(CampaignError, match="datasets/nope holds no complete campaign"):
         campaign_path("nope")
 
