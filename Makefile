@@ -32,7 +32,7 @@ help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
 	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs"
 	@echo "make install    create $(VENV) and install kafkalab with all extras"
-	@echo "make lint       ruff check"
+	@echo "make lint       ruff check and ruff format --check"
 	@echo "make bench      run every benchmarks/*.py and print its figures"
 	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
 	@echo "make exercises  regenerate exercises/ and solutions/ from exercises/source"
@@ -61,6 +61,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: install
 	@if [ -z "$(BENCHMARKS)" ]; then echo "no benchmarks yet: add benchmarks/*.py"; fi
