@@ -1,18 +1,17 @@
-"""Three artists that draw many small things in one pass.
+"""Two artists that draw many small things in one pass.
 
-matplotlib draws every ``Text`` bbox and every ``annotate`` arrow as an artist of its own, each
-with its own layout; a picture with a hundred of them takes a hundred layouts. These two do
-the same work in one pass over the whole picture, so that a widget can redraw a step in a few
-milliseconds:
+matplotlib draws every ``Text`` (with its ``bbox``) and every ``annotate`` arrow as an artist
+of its own, each with its own layout; a picture with a hundred of them takes a hundred layouts.
+These two do the same work in one pass over the whole picture, so that a widget can redraw a
+step in a few milliseconds:
 
-* :class:`Backdrops`: the white cards behind labels (what ``bbox=`` would draw), sized from
-  each label's own extent at draw time;
 * :class:`ArrowHeads`: the heads of straight arrows, turned to each arrow's direction on the
   page at draw time (the direction depends on the Axes' size and limits, which a constrained
   layout sets only when the figure is drawn);
 * :class:`Labels`: many short labels (a record's value, an arrow's message), each measured once
-  per process and handed to the renderer as text, with an optional card behind each. A
-  matplotlib ``Text`` lays itself out again on every draw, which costs ten times as much.
+  per process and handed to the renderer as text, with an optional card behind each (what
+  ``bbox=`` would draw). A matplotlib ``Text`` lays itself out again on every draw, which
+  costs about eight times as much.
 """
 
 from __future__ import annotations
@@ -27,35 +26,10 @@ from matplotlib.collections import PolyCollection
 from matplotlib.font_manager import FontProperties
 from matplotlib.transforms import IdentityTransform
 
-__all__ = ["ArrowHeads", "Backdrops", "Label", "Labels"]
+__all__ = ["ArrowHeads", "Label", "Labels"]
 
 _FAMILY = "DejaVu Sans"  # the family kafkalab's style sets (kafkalab.viz._style)
 _LINE_SPACING = 1.2  # matplotlib's default linespacing
-
-
-class Backdrops(Artist):
-    """A card behind each of ``texts``, ``pad`` points wider than the text on every side."""
-
-    def __init__(
-        self, texts: Sequence[Any], *, color: str, alpha: float = 0.85, pad: float = 1.2
-    ) -> None:
-        super().__init__()
-        self.texts = list(texts)
-        self.color, self.card_alpha, self.pad = color, alpha, pad
-        self.set_in_layout(False)
-
-    def draw(self, renderer: Any) -> None:
-        if not self.get_visible() or not self.texts:
-            return
-        pad = renderer.points_to_pixels(self.pad)
-        cards = []
-        for text in self.texts:
-            if not text.get_visible() or not text.get_text():
-                continue
-            box = text.get_window_extent(renderer)
-            x0, y0, x1, y1 = box.x0 - pad, box.y0 - pad, box.x1 + pad, box.y1 + pad
-            cards.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-        _polygons(self, cards, self.color, self.card_alpha).draw(renderer)
 
 
 class ArrowHeads(Artist):
