@@ -151,3 +151,13 @@ def test_a_burst_behind_a_slow_link_flaps_the_isr_only_under_the_legacy_rule() -
     shrink, expand = legacy[0][0], legacy[1][0]
     assert 2000 < shrink <= 7000 and shrink < expand <= 11000
     assert _burst_behind_a_slow_link("0.10") == []
+
+
+def test_every_throttle_is_lifted_when_the_writes_stop() -> None:
+    """The recovery at the end of a timed run gives every link its full speed back, brokers'
+    and ZooKeeper's alike (host names of both kinds, sorted the same way every run)."""
+    faults = [Fault(500, "throttle", (1, "zk", 0.1)), Fault(500, "throttle", (1, 2, 0.2))]
+    _, c = simulate(seed=2, duration_ms=2000, settle_ms=1000, faults=faults, keep_cluster=True)
+    assert not c.sim.bandwidth
+    lifted = [e.data for e in c.trace.of_kind("throttle") if e.data["mb_per_s"] is None]
+    assert [(d["a"], d["b"]) for d in lifted] == [(1, 2), (1, "zk")]

@@ -369,7 +369,8 @@ def _recover(cluster: Cluster) -> None:
     for host in sorted(cluster.sim.paused, key=str):
         cluster.resume(host)
     cluster.heal()
-    for a, b in sorted(sorted(pair, key=str) for pair in cluster.sim.bandwidth):
+    for pair in sorted(cluster.sim.bandwidth, key=lambda p: sorted(map(str, p))):
+        a, b = sorted(pair, key=str)  # a fixed order, whatever the hosts' types
         cluster.throttle(a, b, None)
     for node in [*cluster.broker_ids, *sorted(cluster._stopped_nodes)]:
         if node not in cluster.sim.actors:
