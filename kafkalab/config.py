@@ -37,7 +37,16 @@ class Config:
     request_timeout_ms: int = 30000
     replica_lag_time_max_ms: int = 30000
     replica_lag_max_messages: int | None = None  # the pre-0.9 rule; None turns it off
+    # 0.9 (KAFKA-1546): the lag time counts from when a follower last caught up with the
+    # leader's LEO; before, from its last fetch ("stuck"), beside the message-count rule.
+    lag_time_from_caught_up: bool = True
+    # 0.10.2 (KAFKA-4485): the ISR check runs every replica.lag.time.max.ms / 2; before, every
+    # replica.lag.time.max.ms, so a stuck follower left between 1x and 2x the lag time.
+    isr_check_half_lag: bool = True
     replica_fetch_wait_max_ms: int = 500
+    # 0.8.2 (KAFKA-1430): the leader reads a follower's fetch before applying its offset, so a
+    # response sent at once carries the HW from before that fetch.
+    hw_read_before_fetch_update: bool = True
     replica_fetch_max_bytes: int = 1048576  # per partition and fetch; at least one record
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
@@ -50,10 +59,16 @@ class Config:
     kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
     enable_idempotence: bool = True  # KIP-98; the producer default since 3.0 (KIP-679)
+    # 2.5 (KIP-360): a producer a partition has no state for may start at any sequence; before,
+    # anything but 0 was refused with UNKNOWN_PRODUCER_ID.
+    kip360: bool = True
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
     controlled_shutdown_enable: bool = True
+    # 2.4 (KAFKA-3143): a new ZooKeeper-era controller first takes replicas on dead brokers out
+    # of every ISR (a leader epoch bump each), then elects leaders (another bump).
+    controller_failover_offlines_replicas: bool = True
     # Where the controller runs: "dedicated", a node beside ZooKeeper that never fails (lessons
     # about replication alone), "zk", a broker elected through ZooKeeper's /controller, or
     # "kraft", a Raft quorum of controller nodes c1..c3 (Kafka 4 has no ZooKeeper).
@@ -64,6 +79,10 @@ class Config:
     controller_quorum_fetch_timeout_ms: int = 2000
     eligible_leader_replicas_enable: bool = False  # KIP-966 (eligible.leader.replicas.version)
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
+    # 3.6 (KAFKA-15021): in KRaft an ISR shrink no longer bumps the leader epoch; so that a dead
+    # follower does not hold the HW back, a caught-up follower outside the ISR counts only if it
+    # may join the ISR (alive; in KRaft also unfenced, not shutting down, current broker epoch).
+    kafka_15021: bool = True
     hw_freeze_under_min_isr: bool = True  # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR
     # KIP-890 part 1 (3.6): a partition leader checks with the transaction coordinator before a
     # producer's first transactional write, so a late write cannot open a "hanging" transaction.
@@ -102,7 +121,12 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             broker_epoch=False,
             hw_freeze_under_min_isr=False,
             hw_includes_caught_up_followers=False,
+            kafka_15021=False,
+            lag_time_from_caught_up=False,
+            isr_check_half_lag=False,
+            controller_failover_offlines_replicas=False,
             enable_idempotence=False,
+            kip360=False,
             transaction_partition_verification_enable=False,
             unclean_leader_election_enable=True,
             replica_lag_time_max_ms=10000,
@@ -110,16 +134,20 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             zookeeper_session_timeout_ms=6000,
         ),
     ),
-    ("0.9", dict(replica_lag_max_messages=None)),  # KAFKA-1546: time rule only
-    ("0.10", dict(hw_includes_caught_up_followers=True)),
+    # KAFKA-1546: one rule, the time since the follower last caught up
+    ("0.9", dict(replica_lag_max_messages=None, lag_time_from_caught_up=True)),
+    ("0.10", dict(hw_includes_caught_up_followers=True, isr_check_half_lag=True)),  # 0.10.2
     ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
     ("1.0", {}),
     ("2.0", dict(kip279=True)),
     ("2.1", dict(kip320=True)),
     ("2.2", dict(broker_epoch=True)),  # KIP-380
-    ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000)),  # KIP-537
+    ("2.4", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
+    # KIP-537 (defaults), KIP-360
+    ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000, kip360=True)),
     ("3.0", dict(enable_idempotence=True)),  # KIP-679
-    ("3.6", dict(transaction_partition_verification_enable=True)),  # KIP-890 part 1
+    # KIP-890 part 1; KAFKA-15021
+    ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
     # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2).
     ("4.0", dict(controller_mode="kraft", transaction_version=2)),
@@ -204,7 +232,6 @@ def _validate(c: Config) -> None:
     for name in (
         "request_timeout_ms",
         "replica_lag_time_max_ms",
-        "replica_fetch_wait_max_ms",
         "replica_fetch_backoff_ms",
         "replica_high_watermark_checkpoint_interval_ms",
         "zookeeper_session_timeout_ms",
@@ -217,6 +244,13 @@ def _validate(c: Config) -> None:
         value = getattr(c, name)
         if value < 1:
             raise ConfigError(f"{name.replace('_', '.')}={value} is not allowed: use a time > 0 ms")
+    if not 0 <= c.replica_fetch_wait_max_ms <= c.replica_lag_time_max_ms:
+        # KafkaConfig: a longer wait than the lag time would make the ISR flap.
+        raise ConfigError(
+            f"replica.fetch.wait.max.ms={c.replica_fetch_wait_max_ms} is not allowed: use "
+            f"0..replica.lag.time.max.ms ({c.replica_lag_time_max_ms}); 0 answers every fetch "
+            "at once"
+        )
     if not 0 <= c.leader_imbalance_per_broker_percentage <= 100:
         raise ConfigError(
             f"leader.imbalance.per.broker.percentage={c.leader_imbalance_per_broker_percentage} "

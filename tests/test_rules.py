@@ -104,8 +104,10 @@ def test_the_leader_answers_with_the_replaced_end_offset_rule() -> None:
 
 def test_sequence_verdict_dedups_fences_and_keeps_order() -> None:
     five = [(0, 0), (1, 2), (3, 3), (4, 4), (5, 6)]
-    assert sequence_verdict(-1, [], 0, 0, 0) == "APPEND"  # a new producer starts at 0
-    assert sequence_verdict(-1, [], 0, 3, 3) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert sequence_verdict(-1, [], 0, 0, 0) == "APPEND"  # a new producer
+    assert sequence_verdict(-1, [], 0, 3, 3) == "APPEND"  # at any sequence since 2.5 (KIP-360)
+    top = 2**31 - 1  # sequence numbers wrap around (ProducerAppendInfo.inSequence)
+    assert sequence_verdict(0, [(top - 1, top)], 0, 0, 0) == "APPEND"
     assert sequence_verdict(0, five, 0, 7, 8) == "APPEND"  # right after the last batch
     assert sequence_verdict(0, five, 0, 1, 2) == "DUPLICATE"  # one of the last five
     assert sequence_verdict(0, five, 0, 1, 1) == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # not a batch

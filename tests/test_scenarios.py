@@ -116,7 +116,9 @@ def test_unclean_election_loses_data_and_clean_election_waits() -> None:
 def test_legacy_lag_rule_flaps_the_isr_and_the_time_rule_does_not() -> None:
     legacy = run("isr-flapping-legacy").cluster.report()
     assert (legacy.isr_shrinks, legacy.isr_expands) == (1, 2)
-    timed = run("isr-flapping-legacy", replica_lag_max_messages=None).cluster.report()
+    timed = run(
+        "isr-flapping-legacy", replica_lag_max_messages=None, lag_time_from_caught_up=True
+    ).cluster.report()
     assert (timed.isr_shrinks, timed.isr_expands) == (0, 0)
 
 

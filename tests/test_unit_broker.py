@@ -76,8 +76,9 @@ def new_broker(
     disk: Disk | None = None,
     live: tuple[int, ...] = (1, 2, 3),
     now: int = T0,
+    auto_fetch: bool = False,
 ) -> Broker:
-    b = Broker(broker_id, config or make_config(), {TP: disk or Disk()}, auto_fetch=False)
+    b = Broker(broker_id, config or make_config(), {TP: disk or Disk()}, auto_fetch=auto_fetch)
     deliver(b, m.UpdateMetadata(1, live), src=CONTROLLER, now=now)
     return b
 
@@ -91,9 +92,13 @@ def leader(
     disk: Disk | None = None,
     live: tuple[int, ...] | None = None,
     now: int = T0,
+    auto_fetch: bool = False,
 ) -> Broker:
-    """Broker 1, leading the partition."""
-    b = new_broker(1, config=config, disk=disk, live=live or replicas, now=now)
+    """Broker 1, leading the partition (``auto_fetch``: in timed mode, where a fetch that finds
+    nothing waits up to its max wait; in stepped mode the wait ends within the step)."""
+    b = new_broker(
+        1, config=config, disk=disk, live=live or replicas, now=now, auto_fetch=auto_fetch
+    )
     deliver(b, leader_and_isr(1, epoch, isr, replicas), src=CONTROLLER, now=now)
     assert replica(b).role == "leader"
     return b
@@ -288,7 +293,7 @@ def test_fetch_beyond_the_leo_gets_offset_out_of_range_with_the_leaders_leo():
 
 
 def test_an_empty_fetch_with_max_wait_waits_in_purgatory_and_a_produce_completes_it():
-    b = leader(isr=(1, 2), replicas=(1, 2))
+    b = leader(isr=(1, 2), replicas=(1, 2), auto_fetch=True)
     ctx, resp = fetch(b, 2, 0, max_wait_ms=500)
     assert resp is None
     assert (500, "fetch_wait", TP) in ctx.timers
@@ -305,7 +310,7 @@ def test_an_empty_fetch_with_max_wait_waits_in_purgatory_and_a_produce_completes
 
 
 def test_a_waiting_fetch_is_answered_empty_when_max_wait_expires():
-    b = leader(isr=(1, 2), replicas=(1, 2))
+    b = leader(isr=(1, 2), replicas=(1, 2), auto_fetch=True)
     fetch(b, 2, 0, max_wait_ms=500)
     assert sent(fire(b, "fetch_wait", TP, now=T0 + 499), m.FetchResponse) == []
     (resp,) = sent(fire(b, "fetch_wait", TP, now=T0 + 500), m.FetchResponse, 2)
@@ -499,7 +504,21 @@ def test_a_rejected_alter_isr_leaves_the_isr_unchanged():
     ctx = deliver(b, resp, src=CONTROLLER, now=T0 + 5001)
     assert replica(b).isr == (1, 2, 3)
     assert events(ctx, "isr_applied") == []
+    # Partition.handleAlterPartitionError: a stale view waits for new metadata, no retry
+    assert replica(b).alter_isr_pending
+    assert sent(fire(b, "isr_expiration", now=T0 + 5500), m.AlterIsr) == []
+    deliver(b, leader_and_isr(1, 1, (1, 2, 3), partition_epoch=4), src=CONTROLLER, now=T0 + 6000)
     assert not replica(b).alter_isr_pending
+
+
+def test_an_ineligible_replica_answer_restores_the_committed_state():
+    b = leader(config=make_config({"replica.lag.time.max.ms": 1000}), isr=(1, 2, 3))
+    produce(b, "m1", acks=1)
+    fire(b, "isr_expiration", now=T0 + 5000)
+    resp = m.AlterIsrResponse(TP, m.INELIGIBLE_REPLICA, 0, 0, (1, 2, 3))
+    deliver(b, resp, src=CONTROLLER, now=T0 + 5001)
+    assert replica(b).isr == (1, 2, 3)
+    assert not replica(b).alter_isr_pending and replica(b).maximal_isr == ()
 
 
 # ---- becoming a follower and truncation ---------------------------------------------------
@@ -698,16 +717,25 @@ def test_without_the_hw_freeze_an_acks_all_write_gets_not_enough_replicas_after_
 # ---- the same rules through the Cluster facade ---------------------------------------------
 
 
-def test_cluster_follower_learns_the_hw_one_fetch_round_later():
+def test_cluster_idle_follower_learns_the_hw_from_the_fetch_that_raised_it():
+    # ReplicaManager.fetchMessages parks an empty read; DelayedFetch.onComplete reads again.
     c = Cluster(brokers=2, leader=2)
     c.produce("m1")
     c.fetch(1)
     assert (c.replica(2).hw, c.replica(1).hw) == (0, 0)
     c.fetch(1)
-    assert (c.replica(2).hw, c.replica(1).hw) == (1, 0)
-    c.fetch(1)
     assert (c.replica(2).hw, c.replica(1).hw) == (1, 1)
     assert c.report().acked == ["m1"]
+
+
+def test_cluster_fetch_answered_at_once_carries_the_hw_from_before_it():
+    c = Cluster(brokers=2, leader=2)
+    c.produce("m1")
+    c.fetch(1)
+    c.fetch(1, max_wait_ms=0)
+    assert (c.replica(2).hw, c.replica(1).hw) == (1, 0)
+    c.fetch(1, max_wait_ms=0)
+    assert (c.replica(2).hw, c.replica(1).hw) == (1, 1)
 
 
 def test_cluster_isr_shrinks_after_the_lag_time_and_expands_on_catching_up():
@@ -768,7 +796,7 @@ def test_cluster_0_10_follower_keeps_an_acked_record_through_an_isr_shrink():
 
 
 def test_a_waiting_fetch_updates_the_follower_state_only_when_it_arrives():
-    b = leader(isr=(1, 2), replicas=(1, 2))
+    b = leader(isr=(1, 2), replicas=(1, 2), auto_fetch=True)
     produce(b, "m1", acks=1, now=T0)
     fetch(b, 2, 1, now=T0 + 10, max_wait_ms=500)
     fire(b, "fetch_wait", TP, now=T0 + 510)

@@ -171,7 +171,6 @@ def test_bad_acks_is_an_error_naming_the_allowed_values(bad):
     [
         "request.timeout.ms",
         "replica.lag.time.max.ms",
-        "replica.fetch.wait.max.ms",
         "replica.fetch.backoff.ms",
         "replica.high.watermark.checkpoint.interval.ms",
         "zookeeper.session.timeout.ms",

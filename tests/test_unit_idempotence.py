@@ -15,10 +15,13 @@ def batch(first_seq: int, last_seq: int, first_offset: int) -> BatchMetadata:
     return BatchMetadata(first_seq, last_seq, first_offset, first_offset + last_seq - first_seq)
 
 
-def test_a_new_producer_starts_at_sequence_zero() -> None:
+def test_a_producer_the_partition_has_no_state_for_may_start_at_any_sequence() -> None:
+    # ProducerAppendInfo.checkSequence since 2.5 (KIP-360).
     state = ProducerStateManager()
     assert state.check(PID, 0, 0, 2) == ("APPEND", None)
-    assert state.check(PID, 0, 3, 3)[0] == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert state.check(PID, 0, 3, 3) == ("APPEND", None)
+    state.update(PID, 0, batch(0, 2, 100))
+    assert state.check(PID, 0, 4, 4)[0] == "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
 
 def test_the_last_five_batches_are_recognised_as_duplicates() -> None:

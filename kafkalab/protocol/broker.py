@@ -44,9 +44,12 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class FetchNow:
-    """A local command in stepped mode: follower, do your next round trip with the leader."""
+    """A local command in stepped mode: follower, do your next round trip with the leader.
+    ``max_wait_ms`` overrides replica.fetch.wait.max.ms for this one fetch (0: the leader
+    answers at once, even when it has nothing new)."""
 
     tp: str
+    max_wait_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -55,8 +58,9 @@ class Remote:
 
     leo: int = UNKNOWN_LEO
     last_caught_up_ms: int = NEVER_MS
-    last_fetch_leader_leo: int = 0
-    last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = UNKNOWN_LEO
+    last_fetch_ms: int = NEVER_MS
+    broker_epoch: int = -1  # carried by the follower's latest fetch (KRaft)
 
 
 @dataclass(slots=True)
@@ -126,6 +130,8 @@ class Broker:
         self.partitions = {tp: _load_replica(tp, disk) for tp, disk in disks.items()}
         self.session: int | None = None
         self.live_brokers: frozenset[int] = frozenset()
+        self.shutting_down_brokers: frozenset[int] = frozenset()  # KRaft metadata
+        self.live_broker_epochs: dict[int, int] = {}  # KRaft metadata
         self.correlation = 0
         # Where AlterIsr goes: the dedicated controller, or the broker ZooKeeper says won.
         self.controller_address: Any = (
@@ -186,7 +192,13 @@ class Broker:
             ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
             ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
         ctx.set_timer(self.config.replica_high_watermark_checkpoint_interval_ms, "hw_checkpoint")
-        ctx.set_timer(self.config.replica_lag_time_max_ms // 2, "isr_expiration")
+        ctx.set_timer(self._isr_check_period_ms(), "isr_expiration")
+
+    def _isr_check_period_ms(self) -> int:
+        """ReplicaManager's "isr-expiration" task: every replica.lag.time.max.ms / 2 since 0.10.2
+        (KAFKA-4485), every replica.lag.time.max.ms before."""
+        lag = self.config.replica_lag_time_max_ms
+        return lag // 2 if self.config.isr_check_half_lag else lag
 
     def disks(self, lose_unflushed: bool) -> dict[str, Disk]:
         return {tp: r.log.disk(lose_unflushed) for tp, r in self.partitions.items()}
@@ -230,7 +242,7 @@ class Broker:
             for r in self.partitions.values():
                 if r.role == "leader":
                     self._maybe_shrink_isr(ctx, r)
-            ctx.set_timer(self.config.replica_lag_time_max_ms // 2, "isr_expiration")
+            ctx.set_timer(self._isr_check_period_ms(), "isr_expiration")
         elif name in _DEADLINE_TIMERS:
             r = self.partitions[data]
             if r.armed.get(name) == ctx.now:
@@ -379,6 +391,8 @@ class Broker:
         if self._is_stale_controller(ctx, "UpdateMetadata", msg.controller_epoch):
             return
         self.live_brokers = frozenset(msg.live_brokers)
+        self.shutting_down_brokers = frozenset(msg.shutting_down)
+        self.live_broker_epochs = dict(msg.live_broker_epochs)
         if msg.controller is not None:
             self.controller_address = msg.controller
 
@@ -410,29 +424,28 @@ class Broker:
         epochs)."""
         r.isr = msg.isr
         r.partition_epoch = msg.partition_epoch
+        r.alter_isr_pending = False  # the committed state replaces any pending proposal
+        r.maximal_isr = ()
         if r.role == "leader":
             ctx.emit("isr_applied", broker=self.id, tp=r.tp, isr=list(msg.isr))
             self._maybe_increment_hw(ctx, r)
             self._complete_produces(ctx, r)
 
     def _make_leader(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
-        """Partition.makeLeader: record the new epoch at the LEO at once; ISR followers count as
-        caught up now; remote LEOs are unknown until each follower fetches. The HW starts from this
-        replica's own, possibly stale, HW."""
+        """Partition.makeLeader: record the new epoch at the LEO at once, and reset the view of
+        every follower (:meth:`_reset_remotes`). The HW starts from this replica's own, possibly
+        stale, HW."""
         was_leader = r.role == "leader"
+        new_epoch = msg.leader_epoch > r.leader_epoch
         self._set_partition_state(r, msg)
         r.role = "leader"
         r.log.assign_epoch(msg.leader_epoch, r.log.leo)
         r.truncating = False
         r.inflight = None
-        if not was_leader:
-            r.remotes = {
-                rid: Remote(last_caught_up_ms=ctx.now if rid in msg.isr else NEVER_MS)
-                for rid in msg.replicas
-                if rid != self.id
-            }
-            r.alter_isr_pending = False
-            r.maximal_isr = ()
+        if not was_leader or new_epoch:
+            self._reset_remotes(ctx, r, msg, new_leader=not was_leader)
+        r.alter_isr_pending = False  # the committed state replaces any pending proposal
+        r.maximal_isr = ()
         ctx.emit(
             "became_leader",
             broker=self.id,
@@ -447,6 +460,30 @@ class Broker:
         self._complete_produces(ctx, r)
         if r.tp.startswith(TRANSACTION_STATE_TOPIC):
             self.txn_coordinator.load(ctx, r)
+
+    def _reset_remotes(
+        self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr, *, new_leader: bool
+    ) -> None:
+        """Replica.resetReplicaState, for every new leader epoch (since 0.10.2, KAFKA-4485), not
+        only when this broker newly leads: a follower in the new ISR gets a fresh lag window
+        (caught up now), one outside it counts as never caught up, so it holds the HW back
+        only once it has caught up again. A newly elected leader knows no follower's LEO
+        until each fetches; a re-elected one keeps them. Under the pre-0.9 rule
+        (``lag_time_from_caught_up`` off) the lag clock is the time of the last fetch, which a
+        new leader starts at now."""
+        legacy = not self.config.lag_time_from_caught_up
+        remotes: dict[int, Remote] = {}
+        for rid in msg.replicas:
+            if rid == self.id:
+                continue
+            old = r.remotes.get(rid)
+            in_sync = rid in msg.isr
+            remote = Remote() if new_leader or old is None else old
+            remote.last_caught_up_ms = ctx.now if in_sync else NEVER_MS
+            remote.last_fetch_ms = ctx.now if in_sync or legacy else NEVER_MS
+            remote.last_fetch_leader_leo = UNKNOWN_LEO if new_leader else r.log.leo
+            remotes[rid] = remote
+        r.remotes = remotes
 
     def _make_follower(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
@@ -609,6 +646,13 @@ class Broker:
         if req.producer_id < 0:
             first, last = r.log.append_as_leader(req.values, r.leader_epoch)
         else:
+            if (
+                not self.config.kip360
+                and req.base_sequence != 0
+                and req.producer_id not in r.producers.producers
+            ):
+                self._reject(ctx, src, req, m.UNKNOWN_PRODUCER_ID)  # checkSequence before 2.5
+                return None
             last_seq = req.base_sequence + len(req.values) - 1
             verdict, original = r.producers.check(
                 req.producer_id,
@@ -862,21 +906,37 @@ class Broker:
 
     def _on_fetch(self, ctx: Context, src: Any, req: m.FetchRequest) -> None:
         """ReplicaManager.fetchMessages: check the epoch (KIP-320) and the offset, read the log and
-        the HW *before* applying the follower's fetch offset (readFromLocalLog, then
-        updateFollowerFetchState), and park an empty read in the purgatory."""
-        r = self.partitions[req.tp]
+        the HW, apply the follower's fetch offset (Partition.updateFollowerFetchState), and park
+        a read that found nothing in the fetch purgatory.
+
+        Since 0.8.2 (KAFKA-1430) the read comes *before* the fetch offset is applied, so a
+        response sent at once carries the HW as it was before this fetch; before, the offset
+        was applied first (``hw_read_before_fetch_update`` off). A parked fetch is answered by
+        DelayedFetch.onComplete, which reads again: it carries the HW this very fetch raised.
+        In stepped mode nothing else can happen while a fetch waits, so its wait ends within
+        the step and the clock does not move."""
+        r = self.partitions.get(req.tp)
+        if r is None:  # a partition this broker does not host
+            ctx.send(src, m.FetchResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER))
+            return
         error = self._check_fetch(r, req.current_leader_epoch)
         if error is None and req.fetch_offset > r.log.leo:
             error = m.OFFSET_OUT_OF_RANGE
         if error is not None:
             ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, error, leader_leo=r.log.leo))
             return
-        records = _read(r, req)
-        hw = r.log.hw
-        self._update_follower_fetch_state(ctx, r, req.replica_id, req.fetch_offset)
+        read_first = self.config.hw_read_before_fetch_update
+        if read_first:
+            records, hw = _read(r, req), r.log.hw
+        self._update_follower_fetch_state(
+            ctx, r, req.replica_id, req.fetch_offset, req.broker_epoch
+        )
+        if not read_first:
+            records, hw = _read(r, req), r.log.hw
         if not records and req.max_wait_ms > 0:
-            r.delayed_fetches.append(DelayedFetch(src, req, ctx.now + req.max_wait_ms))
-            self._arm(ctx, r, "fetch_wait", ctx.now + req.max_wait_ms)
+            deadline = ctx.now + req.max_wait_ms if self._auto(r) else ctx.now
+            r.delayed_fetches.append(DelayedFetch(src, req, deadline))
+            self._arm(ctx, r, "fetch_wait", deadline)
             return
         ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
 
@@ -914,7 +974,12 @@ class Broker:
         ctx.send(f.src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
 
     def _update_follower_fetch_state(
-        self, ctx: Context, r: ReplicaState, follower: int, fetch_offset: int
+        self,
+        ctx: Context,
+        r: ReplicaState,
+        follower: int,
+        fetch_offset: int,
+        broker_epoch: int = -1,
     ) -> None:
         """Replica.updateFetchState, then Partition.maybeExpandIsr and maybeIncrementLeaderHW.
 
@@ -931,28 +996,36 @@ class Broker:
         remote.last_fetch_leader_leo = leader_leo
         remote.last_fetch_ms = ctx.now
         remote.leo = fetch_offset
+        remote.broker_epoch = broker_epoch
         self._maybe_expand_isr(ctx, r, follower, remote)
         self._maybe_increment_hw(ctx, r)
 
     # ---- HW and ISR (leader) ---------------------------------------------------------------
 
     def _caught_up(self, r: ReplicaState, remote: Remote, now: int) -> bool:
-        """Replica.isCaughtUp, plus the legacy replica.lag.max.messages rule when it is on."""
-        lag_messages = self.config.replica_lag_max_messages
+        """Replica.isCaughtUp: at the leader's LEO, or caught up with it within the lag time.
+        Before 0.9 (KAFKA-1546) Partition.getOutOfSyncReplicas instead dropped a follower that
+        had not fetched for replica.lag.time.max.ms ("stuck") or was more than
+        replica.lag.max.messages behind ("slow"); the message rule can be switched on alone."""
+        config = self.config
+        lag_messages = config.replica_lag_max_messages
         if lag_messages is not None and r.log.leo - max(remote.leo, 0) > lag_messages:
             return False
-        return (
-            remote.leo == r.log.leo
-            or now - remote.last_caught_up_ms <= self.config.replica_lag_time_max_ms
+        if not config.lag_time_from_caught_up:
+            return now - remote.last_fetch_ms <= config.replica_lag_time_max_ms
+        return remote.leo == r.log.leo or now - remote.last_caught_up_ms <= (
+            config.replica_lag_time_max_ms
         )
 
     def _maybe_increment_hw(self, ctx: Context, r: ReplicaState) -> None:
         """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO of the leader and every
-        ISR member, and since 0.10.2 (KAFKA-4485) of any caught-up live follower outside the ISR,
-        which is about to join (the liveness guard is KAFKA-15021, 3.6). While an ISR change is in
-        flight the wider ISR counts (the maximal ISR of KIP-497), so a joining follower can never
-        be elected without what was acknowledged. Since 3.7 (KAFKA-15583) the HW does not move
-        while the ISR is below min(min.insync.replicas, replication factor)."""
+        member of the ISR, and since 0.10.2 (KAFKA-4485, ``hw_includes_caught_up_followers``) of
+        any caught-up follower outside it, which is about to join. Since 3.6 (KAFKA-15021,
+        ``kafka_15021``) such a follower counts only if it may join
+        (:meth:`_isr_eligible`). While an ISR change is in flight the wider ISR counts (the
+        maximal ISR of KIP-497), so a joining follower can never be elected without what was
+        acknowledged. Since 3.7 (KAFKA-15583) the HW does not move while the ISR is below
+        min(min.insync.replicas, replication factor)."""
         if r.role != "leader":
             return
         config = self.config
@@ -961,14 +1034,14 @@ class Broker:
             effective_min_isr = min(self._min_isr(r), len(r.replicas))
             if len(r.isr) < effective_min_isr:
                 return
-        wait_for_caught_up = config.hw_includes_caught_up_followers
         waited_for = {self.id, *isr}
-        if wait_for_caught_up:
+        if config.hw_includes_caught_up_followers:
+            check_eligible = config.kafka_15021
             for rid, remote in r.remotes.items():
                 if (
                     rid not in waited_for
-                    and rid in self.live_brokers
                     and self._caught_up(r, remote, ctx.now)
+                    and (not check_eligible or self._isr_eligible(rid, remote))
                 ):
                     waited_for.add(rid)
         remote_leos = {rid: remote.leo for rid, remote in r.remotes.items()}
@@ -979,6 +1052,20 @@ class Broker:
         if new_hw > old_hw:
             self._complete_produces(ctx, r)
 
+    def _isr_eligible(self, follower: int, remote: Remote) -> bool:
+        """Partition.isReplicaIsrEligible. With ZooKeeper: the broker is alive. In KRaft: it is
+        not fenced and not in controlled shutdown (KIP-841, 3.3), and the broker epoch of its
+        latest fetch is the one the metadata holds (KAFKA-14617, 3.5), so a fetch state left by
+        an earlier incarnation of a bounced broker does not count."""
+        if follower not in self.live_brokers:
+            return False
+        if not self.kraft:
+            return True
+        if follower in self.shutting_down_brokers:
+            return False
+        cached = self.live_broker_epochs.get(follower, -1)
+        return remote.broker_epoch in (-1, cached)
+
     def _set_hw(self, ctx: Context, r: ReplicaState, hw: int) -> None:
         ctx.emit("hw", broker=self.id, tp=r.tp, old=r.log.hw, new=hw)
         r.log.hw = hw
@@ -988,7 +1075,7 @@ class Broker:
     ) -> None:
         """Partition.maybeExpandIsr / isFollowerInSync: a follower outside the ISR joins once its
         LEO reaches the HW and the start of the leader's current epoch (KAFKA-7128)."""
-        if follower in r.isr or r.alter_isr_pending or follower not in self.live_brokers:
+        if follower in r.isr or r.alter_isr_pending or not self._isr_eligible(follower, remote):
             return
         epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
         if remote.leo >= r.log.hw and remote.leo >= epoch_start:
@@ -1018,10 +1105,20 @@ class Broker:
         ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
 
     def _on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
+        """Partition.handleAlterPartitionError: when the controller says the proposal was not
+        applied (INELIGIBLE_REPLICA) the committed state is restored; when the leader's view is
+        out of date (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) the proposal stays pending,
+        unretried, until new metadata replaces it; other errors free it to be proposed again."""
         r = self.partitions[msg.tp]
+        if msg.error in (m.FENCED_LEADER_EPOCH, m.INVALID_UPDATE_VERSION):
+            ctx.emit("alter_isr_failed", broker=self.id, tp=r.tp, error=msg.error)
+            return
         r.alter_isr_pending = False
         r.maximal_isr = ()
-        if msg.error != m.NONE or r.role != "leader" or msg.leader_epoch != r.leader_epoch:
+        if msg.error != m.NONE:
+            ctx.emit("alter_isr_failed", broker=self.id, tp=r.tp, error=msg.error)
+            return
+        if r.role != "leader" or msg.leader_epoch != r.leader_epoch:
             return
         r.isr = msg.isr
         r.partition_epoch = msg.partition_epoch
@@ -1036,7 +1133,19 @@ class Broker:
     ) -> None:
         """ReplicaManager.lastOffsetForLeaderEpoch -> LeaderEpochFileCache.endOffsetFor. Before
         KIP-279 the answer carries no epoch."""
-        r = self.partitions[req.tp]
+        r = self.partitions.get(req.tp)
+        if r is None:  # ReplicaManager.lastOffsetForLeaderEpoch: a partition it does not host
+            ctx.send(
+                src,
+                m.OffsetsForLeaderEpochResponse(
+                    req.tp,
+                    req.correlation_id,
+                    m.NOT_LEADER_OR_FOLLOWER,
+                    UNDEFINED_EPOCH,
+                    UNDEFINED_OFFSET,
+                ),
+            )
+            return
         error = self._check_fetch(r, req.current_leader_epoch)
         if error is not None:
             reply = m.OffsetsForLeaderEpochResponse(
@@ -1059,9 +1168,9 @@ class Broker:
         r = self.partitions[cmd.tp]
         if r.role == "follower":
             r.inflight = None  # an outstanding request whose response was lost has timed out
-            self._send_fetch(ctx, r)
+            self._send_fetch(ctx, r, cmd.max_wait_ms)
 
-    def _send_fetch(self, ctx: Context, r: ReplicaState) -> None:
+    def _send_fetch(self, ctx: Context, r: ReplicaState, max_wait_ms: int | None = None) -> None:
         """AbstractFetcherThread: truncate first when needed, else fetch from the LEO."""
         assert r.leader is not None
         self.correlation += 1
@@ -1072,7 +1181,7 @@ class Broker:
                 r.tp, self.id, r.log.latest_epoch, current_epoch, self.correlation
             )
         else:
-            wait = self.config.replica_fetch_wait_max_ms if self._auto(r) else 0
+            wait = self.config.replica_fetch_wait_max_ms if max_wait_ms is None else max_wait_ms
             req = m.FetchRequest(
                 r.tp,
                 self.id,
@@ -1081,6 +1190,7 @@ class Broker:
                 wait,
                 self.correlation,
                 self.config.replica_fetch_max_bytes,
+                self.session if self.kraft and self.session is not None else -1,
             )
         ctx.send(r.leader, req)
         if self._auto(r):

@@ -3,9 +3,14 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
 
 - Each send is one batch for one partition. Up to ``max_in_flight`` requests are outstanding.
 - A retriable error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS[_AFTER_APPEND],
-  REQUEST_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER, or no answer within request.timeout.ms) sends
-  the batch again after retry.backoff.ms, until ``retries`` or delivery.timeout.ms run out; the
-  client refreshes its metadata from a broker first when the leader may have moved.
+  REQUEST_TIMED_OUT, or no answer within request.timeout.ms) sends the batch again after
+  retry.backoff.ms, until ``retries`` or delivery.timeout.ms run out; the client refreshes its
+  metadata from a broker first when the leader may have moved.
+- OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general; TransactionManager.canRetry
+  (since 2.5, KIP-360) retries it while an earlier batch of the partition is unresolved. When
+  the refused batch is the next one after the last acknowledged, there is a real gap: an
+  idempotent producer bumps its epoch and numbers that partition from 0 again, a transactional
+  one fails the batch (the transaction can only be aborted).
 - Without idempotence a retried batch goes back to the front of the queue (Kafka's reenqueue),
   behind requests already in flight: a lost request plus a retry can reorder records, and a lost
   *response* plus a retry writes the record twice.
@@ -50,7 +55,6 @@ RETRIABLE = frozenset(
         m.NOT_ENOUGH_REPLICAS,
         m.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         m.REQUEST_TIMED_OUT,
-        m.OUT_OF_ORDER_SEQUENCE_NUMBER,
         m.LEADER_NOT_AVAILABLE,
     }
 )
@@ -129,6 +133,7 @@ class KafkaProducer:
         self.producer_id = -1
         self.producer_epoch = -1
         self.next_sequence: dict[str, int] = {}
+        self.last_acked_sequence: dict[str, int] = {}
         self.queue: list[_Batch] = []
         self.inflight: dict[int, _Batch] = {}
         self.deadlines: dict[int, int] = {}
@@ -458,14 +463,50 @@ class KafkaProducer:
         if batch is None:
             return  # already timed out and retried
         if resp.error == m.NONE:
+            if batch.sequence >= 0:
+                last = batch.sequence + len(batch.values) - 1
+                self.last_acked_sequence[batch.tp] = max(
+                    self.last_acked_sequence.get(batch.tp, -1), last
+                )
             self._outcome(ctx, batch, m.NONE, resp.base_offset)
         else:
             self._retry_or_fail(ctx, batch, resp.error)
 
+    def _can_retry(self, ctx: Context, batch: _Batch, error: str) -> bool:
+        """TransactionManager.canRetry for OUT_OF_ORDER_SEQUENCE_NUMBER, else the error's
+        retriability."""
+        if error != m.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            return error in RETRIABLE
+        if batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
+            return True  # an earlier batch is still unresolved: wait for it
+        if self.transactional:
+            return False
+        self._bump_epoch(ctx, batch)
+        return True
+
+    def _bump_epoch(self, ctx: Context, batch: _Batch) -> None:
+        """TransactionManager.bumpIdempotentProducerEpoch: a local epoch bump, and the
+        partition's waiting batches numbered from 0 again (the broker accepts a new epoch only
+        at sequence 0)."""
+        self.producer_epoch += 1
+        sequence = 0
+        for b in [batch, *(q for q in self.queue if q.tp == batch.tp)]:
+            b.sequence = sequence
+            sequence += len(b.values)
+        self.next_sequence[batch.tp] = sequence
+        self.last_acked_sequence[batch.tp] = -1
+        ctx.emit(
+            "producer_epoch_bump",
+            producer=self.name,
+            tp=batch.tp,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+        )
+
     def _retry_or_fail(self, ctx: Context, batch: _Batch, error: str) -> None:
         s = self.settings
         expired = ctx.now - batch.created_ms >= s.delivery_timeout_ms
-        if error not in RETRIABLE or batch.attempts > s.retries or expired:
+        if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
             if self.transactional and error in FENCED:
                 self._txn_fatal(ctx, error)

@@ -75,8 +75,11 @@ class Controller:
 
     def on_failover(self, ctx: Context) -> None:
         """KafkaController.onControllerFailover: tell every live broker the metadata and the
-        state of every partition, elect leaders for partitions whose leader is gone and take
-        replicas on dead brokers out of the ISR."""
+        state of every partition. The replica state machine starts first: since 2.4
+        (KAFKA-3143, ``controller_failover_offlines_replicas``) it takes replicas on dead brokers
+        out of the ISR, each removal a leader epoch bump, and a dead leader leaves the partition
+        leaderless. Then the partition state machine elects a leader where there is none, a
+        second bump. Before 2.4 only the election ran, keeping the live ISR members."""
         ctx.emit(
             "controller_failover",
             controller=self.address,
@@ -85,14 +88,20 @@ class Controller:
         )
         self.start(ctx)
         self._update_metadata()
+        offline_replicas = self.config.controller_failover_offlines_replicas
         for tp, state in self.partitions.items():
             new = state
+            if offline_replicas:
+                for b in sorted(new.replicas):
+                    if b not in self.live:
+                        new = _remove_from_isr(new, b)
+                self._commit(ctx, tp, state, new, "controller_failover_offline_replicas")
+            before_election = self.partitions[tp]
+            new = before_election
             if new.leader is None or new.leader not in self.live:
                 new = self._elect(new) or replace(new, leader=None)
-            for b in new.replicas:  # replicaStateMachine.startup: dead replicas go offline
-                if b not in self.live:
-                    new = _remove_from_isr(new, b)
-            if not self._commit(ctx, tp, state, new, "controller_failover"):
+            changed = self._commit(ctx, tp, before_election, new, "controller_failover")
+            if not changed and before_election == state:
                 self._send_leader_and_isr(tp, new, [b for b in new.replicas if b in self.live])
         self._flush(ctx)
 

@@ -5,8 +5,9 @@ holds the rules that decide such a change, as pure functions a controller can ca
 
 - :func:`partition_change` mirrors ``PartitionChangeBuilder.build``: a new target ISR, the
   leader election that follows (``electLeader``), the Eligible Leader Replicas of KIP-966 when
-  they are on, and the epochs: the partition epoch grows with every change, the leader epoch only
-  when the leader changes (since metadata version 3.6 an ISR shrink no longer bumps it).
+  they are on, and the epochs: the partition epoch grows with every change, the leader epoch
+  when the leader changes, and before metadata version 3.6 when the ISR shrinks too
+  (triggerLeaderEpochBumpIfNeeded; KAFKA-15021 dropped that bump).
 - :func:`remove_from_isr` mirrors ``ReplicationControlManager.generateLeaderAndIsrUpdates``:
   what happens to the partitions of a broker that is fenced or shutting down.
 
@@ -48,6 +49,7 @@ class ElectionRules:
     elr_enabled: bool = False
     unclean: bool = False
     unclean_shutdown: frozenset[int] = frozenset()
+    bump_epoch_on_isr_shrink: bool = False  # before metadata version 3.6 (KAFKA-15021)
 
 
 def partition_change(
@@ -69,7 +71,9 @@ def partition_change(
     new = replace(part, leader=leader, isr=isr, elr=elr, last_known_elr=last_known)
     if new == part:
         return part
-    leader_epoch = part.leader_epoch + 1 if leader != part.leader else part.leader_epoch
+    shrunk = not set(part.isr) <= set(isr)
+    bump = leader != part.leader or (shrunk and rules.bump_epoch_on_isr_shrink)
+    leader_epoch = part.leader_epoch + 1 if bump else part.leader_epoch
     return replace(new, leader_epoch=leader_epoch, partition_epoch=part.partition_epoch + 1)
 
 

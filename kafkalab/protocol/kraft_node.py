@@ -215,6 +215,7 @@ class KRaftNode:
             c.min_insync_replicas,
             c.eligible_leader_replicas_enable,
             c.unclean_leader_election_enable,
+            bump_epoch_on_isr_shrink=not c.kafka_15021,
         )
 
     def _live(self) -> list[int]:
@@ -229,7 +230,14 @@ class KRaftNode:
             self._send_metadata(ctx)
 
     def _send_metadata(self, ctx: Context) -> None:
-        msg = m.UpdateMetadata(self.controller_epoch, tuple(self._live()), self.id)
+        live = self._live()
+        msg = m.UpdateMetadata(
+            self.controller_epoch,
+            tuple(live),
+            self.id,
+            shutting_down=tuple(b for b in live if self.brokers[b].shutting_down),
+            live_broker_epochs=tuple((b, self.brokers[b].broker_epoch) for b in live),
+        )
         for b in sorted(self.brokers):
             ctx.send(b, replace(msg, broker_epoch=self.brokers[b].broker_epoch), hold=True)
 

@@ -78,6 +78,7 @@ NOT_CONTROLLER = "NOT_CONTROLLER"
 STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
 INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+UNKNOWN_PRODUCER_ID = "UNKNOWN_PRODUCER_ID"
 INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
 STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 NOT_COORDINATOR = "NOT_COORDINATOR"
@@ -121,6 +122,7 @@ class FetchRequest:
     max_wait_ms: int
     correlation_id: int
     max_bytes: int = 1048576  # replica.fetch.max.bytes: the partition's share of the response
+    broker_epoch: int = -1  # the follower's broker epoch (KRaft, KIP-903); -1: not checked
 
 
 @dataclass(slots=True)
@@ -174,6 +176,9 @@ class UpdateMetadata:
     live_brokers: tuple[int, ...]
     controller: Any = None
     broker_epoch: int = -1
+    # KRaft's metadata image: brokers in controlled shutdown, and each live broker's epoch.
+    shutting_down: tuple[int, ...] = ()
+    live_broker_epochs: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,13 +33,12 @@ from dataclasses import dataclass, field
 from kafkalab.errors import ConfigError
 from kafkalab.protocol.log import Record
 from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH
-from kafkalab.protocol.rules import DUPLICATE, VERDICTS, sequence_verdict
+from kafkalab.protocol.rules import DUPLICATE, NO_PRODUCER_EPOCH, VERDICTS, sequence_verdict
 
 __all__ = ["BATCHES_TO_RETAIN", "AbortedTxn", "BatchMetadata", "ProducerStateManager"]
 
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_PRODUCER = -1
-NO_PRODUCER_EPOCH = -1  # RecordBatch.NO_PRODUCER_EPOCH: a producer this replica has not seen
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,8 @@ __all__ = [
 APPEND = "APPEND"
 DUPLICATE = "DUPLICATE"
 VERDICTS = (APPEND, DUPLICATE, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH)
+NO_PRODUCER_EPOCH = -1  # RecordBatch.NO_PRODUCER_EPOCH: no state for the producer
+MAX_SEQUENCE = 2**31 - 1  # sequence numbers are Java ints: after the largest comes 0
 
 
 def follower_hw(leader_hw: int, follower_leo: int) -> int:
@@ -112,18 +114,27 @@ def sequence_verdict(
     - an older epoch than the known one: a zombie, "INVALID_PRODUCER_EPOCH";
     - the same epoch and the same sequence range as a cached batch: a retry of a batch already
       stored, "DUPLICATE" (not appended again; the producer is told the original offsets);
-    - a newer epoch (or a new producer) must start at sequence 0, and the known epoch must
-      continue right after the last cached batch: "APPEND"; anything else is a gap or an old
-      retry, "OUT_OF_ORDER_SEQUENCE_NUMBER".
+    - a producer this replica has no state for (``known_epoch`` -1) may start at any sequence
+      (since 2.5, KIP-360: its state may have been removed with old segments): "APPEND";
+    - a newer epoch must start at sequence 0, and the known epoch must continue right after the
+      last cached batch (0 after 2**31 - 1): "APPEND"; anything else is a gap or an old retry,
+      "OUT_OF_ORDER_SEQUENCE_NUMBER".
+
+    (ProducerAppendInfo.checkProducerEpoch and checkSequence. Before 2.5 an unknown producer
+    had to start at 0 too, else UNKNOWN_PRODUCER_ID; the broker applies that older check
+    itself, before this rule, when ``kip360`` is off.)
     """
     if epoch < known_epoch:
         return INVALID_PRODUCER_EPOCH
+    if known_epoch == NO_PRODUCER_EPOCH:
+        return APPEND
     if epoch > known_epoch:
         return APPEND if first_seq == 0 else OUT_OF_ORDER_SEQUENCE_NUMBER
     if (first_seq, last_seq) in [tuple(batch) for batch in cached]:
         return DUPLICATE
     last_known = cached[-1][1] if cached else -1
-    return APPEND if first_seq == last_known + 1 else OUT_OF_ORDER_SEQUENCE_NUMBER
+    in_sequence = first_seq == last_known + 1 or (first_seq == 0 and last_known == MAX_SEQUENCE)
+    return APPEND if in_sequence else OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 @dataclass(frozen=True)

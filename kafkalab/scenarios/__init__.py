@@ -81,7 +81,7 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "poll": ("consumer", ("consumer", "process")),
     "process": ("consumer", ("consumer",)),
     "commit_offsets": ("consumer", ("consumer",)),
-    "fetch": ("follower", ("follower", "response", "delay_ms", "partition")),
+    "fetch": ("follower", ("follower", "response", "delay_ms", "partition", "max_wait_ms")),
     "stop": ("broker", ("broker",)),
     "pause": ("node", ("node",)),
     "resume": ("node", ("node",)),
@@ -502,6 +502,7 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
                 response=a.get("response", "ok"),
                 delay_ms=a.get("delay_ms", 1000),
                 partition=a.get("partition"),
+                max_wait_ms=a.get("max_wait_ms"),
             )
         elif step.kind in ("producer", "consumer"):
             settings = dict(a["settings"])

@@ -653,14 +653,27 @@ class Cluster:
         response: str = "ok",
         delay_ms: int = 1000,
         partition: int | str | None = None,
+        max_wait_ms: int | None = None,
     ) -> None:
         """Follower ``follower`` does its next round trip with the leader: a Fetch, or an
         OffsetsForLeaderEpoch request when it must first find its truncation point.
         ``response`` is "ok", "lost" (the leader handles the request; the answer never arrives)
-        or "delayed" (it arrives ``delay_ms`` later, once time is advanced)."""
+        or "delayed" (it arrives ``delay_ms`` later, once time is advanced).
+
+        A fetch that finds nothing new waits in the leader's fetch purgatory (up to
+        replica.fetch.wait.max.ms) and is answered with the HW read again at the end, which this
+        fetch may have raised; the wait passes within the step. ``max_wait_ms=0`` asks the
+        leader to answer at once instead, with the HW it read before applying this fetch."""
         broker = self._running_broker(follower)
         if response not in ("ok", "lost", "delayed"):
             raise ActionError(f"response={response!r} is not allowed: use ok, lost or delayed")
+        if max_wait_ms is not None and (
+            isinstance(max_wait_ms, bool) or not isinstance(max_wait_ms, int) or max_wait_ms < 0
+        ):
+            raise ActionError(
+                f"max_wait_ms={max_wait_ms!r} is not allowed: use a whole number of ms >= 0 "
+                "(0: the leader answers at once)"
+            )
         tp = self._tp(partition)
         r = broker.partitions.get(tp)
         if r is None or r.role != "follower":
@@ -671,7 +684,8 @@ class Cluster:
             )
         if self._host_paused(follower):
             raise ActionError(f"broker {follower} is paused: resume it before it can fetch")
-        self._step("fetch", follower=follower, response=response)
+        args = {} if max_wait_ms is None else {"max_wait_ms": max_wait_ms}
+        self._step("fetch", follower=follower, response=response, **args)
         if response != "ok":
             self.sim.add_rule(
                 r.leader,
@@ -679,7 +693,7 @@ class Cluster:
                 (msgs.FetchResponse, msgs.OffsetsForLeaderEpochResponse),
                 None if response == "lost" else int(delay_ms),
             )
-        self.sim.command(follower, FetchNow(tp))
+        self.sim.command(follower, FetchNow(tp, max_wait_ms))
         self._settle()
 
     def crash(self, broker: int, *, lose_unflushed: bool = False) -> None:

@@ -63,6 +63,10 @@ EVENT_KINDS: dict[str, str] = {
     "duplicate": "a leader recognised an idempotent batch it already has (producer_id, first)",
     "produce_rejected": "a leader refused an idempotent batch (error, producer_id, sequence)",
     "produce_retry": "a producer client will send a batch again (error, attempt)",
+    "alter_isr_failed": "the controller refused a leader's ISR change (error)",
+    "producer_epoch_bump": (
+        "an idempotent producer bumped its epoch after a sequence gap (KIP-360)"
+    ),
     "producer_id": "a producer client got its producer id (producer_id, producer_epoch)",
     "broker_fenced": "the KRaft controller fenced a broker that stopped heartbeating",
     "raft_state": "a KRaft controller node changed Raft state (state, epoch, leader)",
