@@ -220,6 +220,10 @@ class KafkaProducer:
             "commit": (IN_TRANSACTION,),
             "abort": (IN_TRANSACTION, ABORTABLE_ERROR),
         }[cmd.op]
+        if self.txn_state == ABORTABLE_ERROR and cmd.op != "abort":
+            # TransactionManager.maybeFailWithError: the error that made it abortable.
+            self._txn_result(ctx, cmd.op, self.txn_error, state=self.txn_state)
+            return
         if self.txn_state not in allowed:
             self._txn_result(ctx, cmd.op, m.INVALID_TXN_STATE, state=self.txn_state)
             return
@@ -508,7 +512,9 @@ class KafkaProducer:
         expired = ctx.now - batch.created_ms >= s.delivery_timeout_ms
         if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
-            if self.transactional and error in FENCED:
+            # Since 2.7 (KIP-588) a produce's INVALID_PRODUCER_EPOCH is abortable, not fatal:
+            # the abort's EndTxn then learns whether this instance was fenced.
+            if self.transactional and error == m.PRODUCER_FENCED:
                 self._txn_fatal(ctx, error)
             elif self.transactional and self.txn_state != FATAL_ERROR:
                 self.txn_state = ABORTABLE_ERROR  # the transaction can only be aborted now

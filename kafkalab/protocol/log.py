@@ -39,6 +39,7 @@ class Record:
     base_sequence: int = -1  # the first sequence of the record's batch
     transactional: bool = False  # written inside a transaction (KIP-98)
     control: str = ""  # "COMMIT" or "ABORT" for a transaction marker (a control record)
+    coordinator_epoch: int = -1  # a marker's EndTransactionMarker.coordinatorEpoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class Disk:
     records: tuple[Record, ...] = ()
     hw_checkpoint: int = 0
     epochs: tuple[tuple[int, int], ...] = ()
+    log_start_offset: int = 0  # log-start-offset-checkpoint
 
 
 class Log:
@@ -58,7 +60,7 @@ class Log:
     cache and are gone after a power loss.
     """
 
-    __slots__ = ("records", "hw", "hw_checkpoint", "flushed", "epochs")
+    __slots__ = ("records", "hw", "hw_checkpoint", "flushed", "epochs", "log_start_offset")
 
     def __init__(self, disk: Disk | None = None) -> None:
         disk = disk or Disk()
@@ -70,6 +72,9 @@ class Log:
         self.hw_checkpoint = disk.hw_checkpoint
         # A restarted replica starts from its checkpointed HW (never past its own LEO).
         self.hw = min(disk.hw_checkpoint, len(self.records))
+        # The first offset a reader may fetch (DeleteRecords, KIP-107, 0.11). Records below it
+        # stay in ``records`` (their segment is not deleted yet) but no reader gets them.
+        self.log_start_offset = min(disk.log_start_offset, len(self.records))
 
     @property
     def leo(self) -> int:
@@ -108,13 +113,26 @@ class Log:
         return first, self.leo - 1
 
     def append_marker(
-        self, control: str, leader_epoch: int, producer_id: int, producer_epoch: int
+        self,
+        control: str,
+        leader_epoch: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int = -1,
     ) -> int:
         """Append a transaction marker (a control record) for a producer; returns its offset."""
         offset = self.leo
         self.assign_epoch(leader_epoch, offset)
         self.records.append(
-            Record(offset, control, leader_epoch, producer_id, producer_epoch, control=control)
+            Record(
+                offset,
+                control,
+                leader_epoch,
+                producer_id,
+                producer_epoch,
+                control=control,
+                coordinator_epoch=coordinator_epoch,
+            )
         )
         return offset
 
@@ -146,7 +164,20 @@ class Log:
         self.epochs = [e for e in self.epochs if e[1] < offset]
         self.flushed = min(self.flushed, offset)
         self.hw = min(self.hw, offset)
+        self.log_start_offset = min(self.log_start_offset, offset)
         return removed
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """UnifiedLog.maybeIncrementLogStartOffset: move the log start offset forward, never past
+        the HW; the epoch cache forgets what starts before it, keeping the epoch in force there
+        (LeaderEpochFileCache.truncateFromStart). Returns whether it moved."""
+        if offset > self.hw or offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        before = [e for e in self.epochs if e[1] <= offset]
+        after = [e for e in self.epochs if e[1] > offset]
+        self.epochs = ([(before[-1][0], offset)] if before else []) + after
+        return True
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
         """LeaderEpochFileCache.endOffsetFor on this log: see :func:`epoch_end_offset`."""
@@ -170,7 +201,12 @@ class Log:
     def disk(self, lose_unflushed: bool) -> Disk:
         """What survives a crash: everything (page cache) or only the flushed prefix."""
         kept = self.flushed if lose_unflushed else self.leo
-        return Disk(tuple(self.records[:kept]), self.hw_checkpoint, tuple(self.epochs))
+        return Disk(
+            tuple(self.records[:kept]),
+            self.hw_checkpoint,
+            tuple(self.epochs),
+            min(self.log_start_offset, kept),
+        )
 
 
 def epoch_end_offset(epochs: Sequence[tuple[int, int]], leo: int, epoch: int) -> tuple[int, int]:

@@ -27,6 +27,8 @@ __all__ = [
     "ConsumerFetchResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
+    "DeleteRecordsRequest",
+    "DeleteRecordsResponse",
     "ElectPreferredLeaders",
     "EndTxnRequest",
     "EndTxnResponse",
@@ -34,6 +36,8 @@ __all__ = [
     "FetchResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "ListOffsetsRequest",
+    "ListOffsetsResponse",
     "LeaderAndIsr",
     "MetadataRequest",
     "MetadataResponse",
@@ -48,6 +52,7 @@ __all__ = [
     "ProduceResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "ReconfigureRequest",
     "UpdateMetadata",
     "WriteTxnMarkersRequest",
     "WriteTxnMarkersResponse",
@@ -83,8 +88,10 @@ INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
 STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 NOT_COORDINATOR = "NOT_COORDINATOR"
 COORDINATOR_LOAD_IN_PROGRESS = "COORDINATOR_LOAD_IN_PROGRESS"
+COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 CONCURRENT_TRANSACTIONS = "CONCURRENT_TRANSACTIONS"
 PRODUCER_FENCED = "PRODUCER_FENCED"
+TRANSACTION_COORDINATOR_FENCED = "TRANSACTION_COORDINATOR_FENCED"
 INVALID_TXN_STATE = "INVALID_TXN_STATE"
 
 
@@ -133,6 +140,7 @@ class FetchResponse:
     records: tuple[Record, ...] = ()
     hw: int = -1
     leader_leo: int = -1
+    log_start_offset: int = 0  # the leader's; the follower follows it (DeleteRecords, KIP-107)
 
     @property
     def wire_bytes(self) -> int:
@@ -286,6 +294,17 @@ class ElectPreferredLeaders:
     """An operator asks the controller to move leadership back to preferred replicas."""
 
     tp: str | None = None  # None: every partition
+
+
+@dataclass(frozen=True, slots=True)
+class ReconfigureRequest:
+    """An operator changed a setting (IncrementalAlterConfigs, KIP-339): the controller applies
+    its new config and retries the election of leaderless partitions, as the ZooKeeper-era
+    controller does when unclean.leader.election.enable is turned on (KAFKA-6835, 2.1). The
+    KRaft controller (KAFKA-12670, 3.9) finds them with a periodic check (every 5 minutes);
+    the simulator runs that check at once."""
+
+    config: Any  # the controller's new Config
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,3 +534,45 @@ class BrokerHeartbeatResponse:
     error: str
     fenced: bool
     shutdown_ready: bool
+
+
+# ---- offsets and deletion (clients) -----------------------------------------------------------
+
+EARLIEST = "earliest"
+LATEST = "latest"
+NO_OFFSET_FOR_PARTITION = "NO_OFFSET_FOR_PARTITION"  # the client's NoOffsetForPartitionException
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsRequest:
+    """ListOffsets for the earliest (log start offset) or latest offset: what a consumer asks
+    when auto.offset.reset applies (OffsetFetcher.resetPositionsIfNeeded)."""
+
+    tp: str
+    correlation_id: int
+    timestamp: str  # EARLIEST or LATEST
+    isolation: str  # the latest offset is the HW, or the LSO for read_committed
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    tp: str
+    correlation_id: int
+    error: str
+    offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsRequest:
+    """DeleteRecords (KIP-107, 0.11): the leader moves the partition's log start offset to
+    ``offset`` (-1: the HW)."""
+
+    tp: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsResponse:
+    tp: str
+    error: str
+    low_watermark: int = -1

@@ -99,7 +99,7 @@ class GroupCoordinator:
         transaction; a fenced producer epoch is refused."""
         r = self._led(req.group)
         error = m.NOT_COORDINATOR if r is None else None
-        if r is not None and r.producers.check_marker(req.producer_id, req.producer_epoch):
+        if r is not None and r.producers.check_producer_epoch(req.producer_id, req.producer_epoch):
             error = m.PRODUCER_FENCED
         if error is not None:
             ctx.send(src, m.TxnOffsetCommitResponse(req.group, error))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from kafkalab.errors import ConfigError
 from kafkalab.protocol.log import Record
-from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH
+from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
 from kafkalab.protocol.rules import DUPLICATE, NO_PRODUCER_EPOCH, VERDICTS, sequence_verdict
 
 __all__ = ["BATCHES_TO_RETAIN", "AbortedTxn", "BatchMetadata", "ProducerStateManager"]
@@ -62,6 +62,7 @@ class AbortedTxn:
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int
+    coordinator_epoch: int = -1  # of the last marker written for this producer
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
 
     @property
@@ -107,9 +108,20 @@ class ProducerStateManager:
         same = (b for b in batches if (b.first_seq, b.last_seq) == (first_seq, last_seq))
         return verdict, next(same, None)
 
-    def check_marker(self, producer_id: int, epoch: int) -> str | None:
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int = -1) -> str | None:
         """ProducerAppendInfo.appendEndTxnMarker: a marker from an older producer epoch than
-        the partition knows is refused."""
+        the partition knows is refused (checkProducerEpoch), and so is one from an older
+        coordinator epoch than the last marker's (checkCoordinatorEpoch, KIP-98 in 0.11): a
+        coordinator that lost its __transaction_state partition is a zombie."""
+        error = self.check_producer_epoch(producer_id, epoch)
+        entry = self.producers.get(producer_id)
+        if error is None and entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            return TRANSACTION_COORDINATOR_FENCED
+        return error
+
+    def check_producer_epoch(self, producer_id: int, epoch: int) -> str | None:
+        """ProducerAppendInfo.checkProducerEpoch: an older epoch than the known one is a
+        zombie's."""
         entry = self.producers.get(producer_id)
         if entry is not None and epoch < entry.epoch:
             return INVALID_PRODUCER_EPOCH
@@ -170,7 +182,8 @@ class ProducerStateManager:
         a marker from a bumped epoch (KIP-890) moves the producer to that epoch."""
         entry = self.producers.get(marker.producer_id)
         if entry is None or marker.producer_epoch > entry.epoch:
-            self.producers[marker.producer_id] = ProducerEntry(marker.producer_epoch)
+            entry = self.producers[marker.producer_id] = ProducerEntry(marker.producer_epoch)
+        entry.coordinator_epoch = max(entry.coordinator_epoch, marker.coordinator_epoch)
         first = self.ongoing.pop(marker.producer_id, None)
         if first is None:
             return
