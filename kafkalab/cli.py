@@ -293,11 +293,11 @@ def _print_run(result: Any) -> None:
 
 def _json_state(result: Any) -> dict[str, Any]:
     """Every expect key (broker ids as string keys), the divergence details and the verdict."""
-    from kafkalab.scenarios import EXPECT_KEYS
+    from kafkalab.scenarios import _BROKER_MAPS, EXPECT_KEYS
 
     state = result.cluster.state()
     out = {k: state[k] for k in (*EXPECT_KEYS, "divergence")}
-    for key in ("hw", "leo", "logs", "epoch_cache"):
+    for key in _BROKER_MAPS:
         out[key] = {str(b): v for b, v in state[key].items()}
     out["scenario"] = result.scenario.name
     out["variant"] = result.variant.name if result.variant else None

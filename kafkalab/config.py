@@ -47,12 +47,21 @@ class Config:
     # 0.8.2 (KAFKA-1430): the leader reads a follower's fetch before applying its offset, so a
     # response sent at once carries the HW from before that fetch.
     hw_read_before_fetch_update: bool = True
+    # 2.4 to 2.5 (KIP-392's KAFKA-8443; removed by KAFKA-9731 in 2.6): a follower fetch is
+    # answered as soon as the leader's HW is ahead of the HW last sent to that follower.
+    follower_fetch_completes_on_hw_change: bool = False
     replica_fetch_max_bytes: int = 1048576  # per partition and fetch; at least one record
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     zookeeper_session_timeout_ms: int = 18000
     unclean_leader_election_enable: bool = False
     leader_epochs: bool = True  # KIP-101 (0.11): truncate by OffsetsForLeaderEpoch, not to HW
+    # 2.0.1 (KAFKA-7415): a new leader records its epoch in the epoch cache when elected, not
+    # with its first append; an epoch older than the cache's first is then answered too.
+    leader_epoch_on_election: bool = True
+    # 0.8.2 to 2.0.0 (KAFKA-1028, removed by KAFKA-7414 in 2.0.1): a follower ahead of the
+    # leader halts instead of truncating when unclean leader election is disabled.
+    out_of_range_halts: bool = False
     kip279: bool = (
         True  # 2.0: the epoch answer carries its epoch; the follower loops until it matches
     )
@@ -66,9 +75,17 @@ class Config:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
     controlled_shutdown_enable: bool = True
-    # 2.4 (KAFKA-3143): a new ZooKeeper-era controller first takes replicas on dead brokers out
+    # 2.7 (KIP-497; AlterPartition since 3.2, KIP-704): a leader asks the controller to change
+    # the ISR and counts the wider ISR while it waits. Before, with ZooKeeper, the leader wrote
+    # the partition's znode itself (conditional on its version) and ZooKeeper told the
+    # controller afterwards.
+    alter_isr: bool = True
+    # 2.3 (KAFKA-3143): a new ZooKeeper-era controller first takes replicas on dead brokers out
     # of every ISR (a leader epoch bump each), then elects leaders (another bump).
     controller_failover_offlines_replicas: bool = True
+    # 2.1 (KAFKA-6082): ZooKeeper refuses a replaced controller's writes by controller epoch;
+    # before, a zombie's write went through whenever the partition's znode version matched.
+    zk_writes_fenced_by_controller_epoch: bool = True
     # Where the controller runs: "dedicated", a node beside ZooKeeper that never fails (lessons
     # about replication alone), "zk", a broker elected through ZooKeeper's /controller, or
     # "kraft", a Raft quorum of controller nodes c1..c3 (Kafka 4 has no ZooKeeper).
@@ -111,6 +128,8 @@ class Config:
 _FIELDS = {f.name: f for f in fields(Config)}
 
 # The switches each Kafka release turned on or changed; later presets build on earlier ones.
+# A preset "X.Y" is the last release of that line (0.8 is 0.8.2.2, 0.10 is 0.10.2.2, 2.0 is
+# 2.0.1, 3.0 is 3.0.2): the fixes a line received are in it. docs/sources.md lists the evidence.
 _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     (
         "0.8",
@@ -125,7 +144,12 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             lag_time_from_caught_up=False,
             isr_check_half_lag=False,
             controller_failover_offlines_replicas=False,
+            alter_isr=False,
+            zk_writes_fenced_by_controller_epoch=False,
+            leader_epoch_on_election=False,
+            out_of_range_halts=True,
             enable_idempotence=False,
+            acks="1",  # the Java producer's default until 3.0
             kip360=False,
             transaction_partition_verification_enable=False,
             unclean_leader_election_enable=True,
@@ -139,13 +163,17 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("0.10", dict(hw_includes_caught_up_followers=True, isr_check_half_lag=True)),  # 0.10.2
     ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
     ("1.0", {}),
-    ("2.0", dict(kip279=True)),
-    ("2.1", dict(kip320=True)),
+    ("2.0", dict(kip279=True, leader_epoch_on_election=True, out_of_range_halts=False)),  # 2.0.1
+    ("2.1", dict(kip320=True, zk_writes_fenced_by_controller_epoch=True)),  # KAFKA-6082
     ("2.2", dict(broker_epoch=True)),  # KIP-380
-    ("2.4", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
+    ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
     # KIP-537 (defaults), KIP-360
+    ("2.4", dict(follower_fetch_completes_on_hw_change=True)),  # KAFKA-8443
     ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000, kip360=True)),
-    ("3.0", dict(enable_idempotence=True)),  # KIP-679
+    ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
+    ("2.7", dict(alter_isr=True)),  # KIP-497
+    # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
+    ("3.0", dict(enable_idempotence=True, acks="all")),
     # KIP-890 part 1; KAFKA-15021
     ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583

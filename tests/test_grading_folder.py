@@ -39,7 +39,7 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
         folder / "raises.ipynb",
         {
             "def follower_hw": "def follower_hw(leader_hw, follower_leo):\n    return 1 / 0",
-            "predicted_hw": "predicted_hw = {1: 2, 2: 0, 3: 0}",
+            "predicted_hw": "predicted_hw = {1: 2, 2: 0, 3: 2}",
         },
     )
     _variant(

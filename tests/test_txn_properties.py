@@ -65,8 +65,8 @@ def _random_run(seed: int) -> Cluster:
 @pytest.mark.parametrize("seed", range(12))
 def test_read_committed_never_sees_aborted_records_and_sees_committed_ones_whole(seed):
     c = _random_run(seed)
-    c.consumer("rc", isolation_level="read_committed")
-    c.consumer("ru", isolation_level="read_uncommitted")
+    c.consumer("rc", isolation_level="read_committed", auto_offset_reset="earliest")
+    c.consumer("ru", isolation_level="read_uncommitted", auto_offset_reset="earliest")
     c.poll("rc")
     c.poll("ru")
     report = c.report()

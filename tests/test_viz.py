@@ -86,7 +86,7 @@ def test_log_drawing_labels_every_record_and_marker() -> None:
 
 def test_a_truncation_leaves_a_ghost_of_the_removed_record() -> None:
     _, snaps = KIP101
-    before, after = snaps[9], snaps[10]  # step 10: A restarts and truncates to its HW
+    before, after = snaps[10], snaps[11]  # step 11: A restarts and truncates to its HW
     assert removed_records(before, after) == {1: [(1, "m2", 0)]}
     ax = draw_logs(after, previous=before, ax=_axes())
     assert "m2\nremoved" in _texts(ax)
@@ -175,7 +175,7 @@ def test_crashes_and_restarts_are_marked_on_their_lanes() -> None:
         ("2", "crash"),
         ("2", "restart"),
     ]
-    text = describe_messages(KIP101[0], steps=13)
+    text = describe_messages(KIP101[0], steps=14)
     assert "broker 2 -> broker 1 | Fetch @2 | delivered" in text
     assert "OFFSET_OUT_OF_RANGE" in text
 
@@ -207,8 +207,8 @@ def test_cut_links_drop_what_is_sent_across_them() -> None:
 def test_message_windows_and_hidden_types() -> None:
     cluster, _ = KIP101
     whole = message_flow(cluster)
-    one = message_flow(cluster, steps=13)
-    assert [b.text for b in one.boundaries] == ["step 13: fetch 2"]
+    one = message_flow(cluster, steps=14)
+    assert [b.text for b in one.boundaries] == ["step 14: fetch 2"]
     quiet = message_flow(cluster, hide=["UpdateMetadata"])
     assert not any(a.label == "UpdateMetadata" for a in quiet.arrows)
     assert len(quiet.arrows) < len(whole.arrows)
@@ -223,15 +223,15 @@ def test_series_follow_hw_leo_and_isr_through_kip101() -> None:
     kind, samples = replication_series(KIP101[0])
     assert kind == "step"
     by_step = {s.x: s for s in samples}
-    assert by_step[5].hw == {1: 1, 2: 2} and by_step[5].leo == {1: 2, 2: 2}
-    assert 1 not in by_step[8].leo  # broker 1 is down after its crash
-    assert by_step[9].leo[1] == 1  # and truncated to its HW after the restart
-    assert by_step[11].isr == (1,) and by_step[11].leader == 1
-    assert by_step[11].under_replicated == 1
-    assert by_step[13].leo == {1: 1, 2: 1}
+    assert by_step[6].hw == {1: 1, 2: 2} and by_step[6].leo == {1: 2, 2: 2}
+    assert 1 not in by_step[9].leo  # broker 1 is down after its crash
+    assert by_step[10].leo[1] == 1  # and truncated to its HW after the restart
+    assert by_step[12].isr == (1,) and by_step[12].leader == 1
+    assert by_step[12].under_replicated == 1
+    assert by_step[14].leo == {1: 1, 2: 1}
     table = describe_series(KIP101[0])
     assert table.splitlines()[0] == "step | leader | ISR | b1 HW/LEO | b2 HW/LEO | URP | offline"
-    assert "13 | 1 | [1] | 1/1 | 1/1 | 1 | 0" in table
+    assert "14 | 1 | [1] | 1/1 | 1/1 | 1 | 0" in table
 
 
 def test_series_of_a_timed_run_use_simulated_time() -> None:

@@ -35,26 +35,26 @@ def _holders(model: ExplorerModel, value: str) -> list[int]:
 
 def test_learner_story_m2_disappears_and_comes_back_on_rewind() -> None:
     m = ExplorerModel("kip101-loss")
-    assert len(m.steps) == 15 and m.position == 0
+    assert len(m.steps) == 16 and m.position == 0
     m.forward(5)
     assert _holders(m, "m2") == [1, 2] and m.alerts() == []
-    m.forward(5)  # step 10: A restarts and truncates to its HW
+    m.forward(6)  # step 11: A restarts and truncates to its HW
     assert _holders(m, "m2") == [2]
     m.forward(5)  # to the end: B truncates too
     assert _holders(m, "m2") == []
     assert "acknowledged but lost: m2" in m.alerts()
     m.go_to(5)  # rewind
     assert _holders(m, "m2") == [1, 2] and m.alerts() == []
-    assert [v.values for v in m.snapshot(15).values()] == [["m1"], ["m1"]]  # still known
-    assert removed_records(m.snapshot(9), m.snapshot(10)) == {1: [(1, "m2", 0)]}
-    m.forward(10)  # the same steps give the same end, byte for byte
+    assert [v.values for v in m.snapshot(16).values()] == [["m1"], ["m1"]]  # still known
+    assert removed_records(m.snapshot(10), m.snapshot(11)) == {1: [(1, "m2", 0)]}
+    m.forward(11)  # the same steps give the same end, byte for byte
     again = scenarios.replay(scenarios.get("kip101-loss"))[0]
     assert m.cluster.trace.digest() == again.trace.digest()
 
 
 def test_the_invariant_report_appears_when_m2_is_lost() -> None:
     m = ExplorerModel("kip101-loss")
-    m.go_to(11)
+    m.go_to(12)
     assert m.alerts() == []
     m.forward()  # B's session expires and A leads without m2
     assert m.alerts() == ["acknowledged but lost: m2"]
@@ -62,22 +62,22 @@ def test_the_invariant_report_appears_when_m2_is_lost() -> None:
 
 def test_a_new_step_after_a_rewind_forks_a_branch() -> None:
     m = ExplorerModel("kip101-loss")
-    m.go_to(10)
-    m.go_to(8)  # both flushed, nobody crashed
+    m.go_to(11)
+    m.go_to(9)  # both flushed, nobody crashed
     outcome = m.fetch(1)  # instead of crashing A, let it learn HW 2
     assert outcome.ok and m.forks == 1
-    assert len(m.steps) == 9 and m.position == 9
+    assert len(m.steps) == 10 and m.position == 10
     assert m.cluster.replica(1).hw == 2
     m.flush(1)
     m.crash(1)
     m.restart(1)
     assert _holders(m, "m2") == [1, 2]  # with HW 2 on disk A keeps m2
-    assert m.forward().ok and m.position == 12  # the end of this branch: nothing to redo
+    assert m.forward().ok and m.position == 13  # the end of this branch: nothing to redo
     assert m.forks == 1
     with pytest.raises(KafkalabError, match="has not been reached"):
-        m.snapshot(13)  # the old branch's later steps are gone
-    m.go_to(8)
-    assert m.snapshot(12)[1].values == ["m1", "m2"]
+        m.snapshot(14)  # the old branch's later steps are gone
+    m.go_to(9)
+    assert m.snapshot(13)[1].values == ["m1", "m2"]
 
 
 def test_a_refused_step_changes_nothing_and_says_why() -> None:
@@ -89,8 +89,8 @@ def test_a_refused_step_changes_nothing_and_says_why() -> None:
     assert "broker 2 is the leader" in outcome.message
     assert (len(m.cluster.trace), m.steps) == before
     assert not m.restart(1).ok  # already running
-    with pytest.raises(KafkalabError, match="use 0..15"):
-        m.go_to(16)
+    with pytest.raises(KafkalabError, match="use 0..16"):
+        m.go_to(17)
     with pytest.raises(KafkalabError, match="unknown step 'explode'"):
         m.do("explode")
     with pytest.raises(KafkalabError, match="it takes broker"):
@@ -128,12 +128,12 @@ def test_every_catalog_scenario_steps_to_the_end_and_back(name: str) -> None:
 
 def test_the_pictures_follow_the_timeline() -> None:
     m = ExplorerModel("kip101-loss")
-    m.go_to(10)
+    m.go_to(11)
     at10 = render_explorer(m)
     assert "broker 1 lost 1:m2 since the previous step" in at10.logs_text
     assert b"removed" in at10.logs_svg
-    assert at10.status.startswith("step 10 of 15: restart 1")
-    assert "== step 10: restart 1" in at10.messages_text
+    assert at10.status.startswith("step 11 of 16: restart 1")
+    assert "== step 11: restart 1" in at10.messages_text
     m.back()
     at9 = render_explorer(m)
     assert at9.logs_svg != at10.logs_svg
@@ -144,8 +144,8 @@ def test_cluster_explorer_buttons_and_slider() -> None:
     e = ClusterExplorer("kip101-loss")
     first = e.logs.value
     e.next_button.click()
-    assert e.logs.value != first and e.slider.value == 1 and e.slider.max == 15
-    for _ in range(14):
+    assert e.logs.value != first and e.slider.value == 1 and e.slider.max == 16
+    for _ in range(15):
         e.next_button.click()
     assert "acknowledged but lost: m2" in e.alerts.value
     e.slider.value = 5  # rewinding with the timeline

@@ -58,6 +58,12 @@ class Report:
     processed: dict[str, list[str]] = field(default_factory=dict)  # what it processed
     aborted_reads: list[str] = field(default_factory=list)  # read_committed saw an aborted record
     txn_errors: dict[str, list[str]] = field(default_factory=dict)  # producer -> "op: ERROR"
+    consumer_errors: dict[str, list[str]] = field(default_factory=dict)  # "partition: ERROR"
+    # Control requests a broker refused: {broker, request, error} (STALE_CONTROLLER_EPOCH for a
+    # zombie controller; STALE_BROKER_EPOCH, KIP-380, for one meant for an earlier incarnation).
+    rejected_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Transaction markers a partition leader refused: {broker, partition, control, error}.
+    fenced_markers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def safe(self) -> bool:
@@ -101,6 +107,15 @@ class Report:
             lines.append(f"read_committed consumers read aborted records: {self.aborted_reads}")
         for name, errors in self.txn_errors.items():
             lines.append(f"transaction errors of {name}: {', '.join(errors)}")
+        for name, errors in self.consumer_errors.items():
+            lines.append(f"consumer errors of {name}: {', '.join(errors)}")
+        for r in self.rejected_requests:
+            lines.append(f"broker {r['broker']} rejected {r['request']}: {r['error']}")
+        for f in self.fenced_markers:
+            lines.append(
+                f"broker {f['broker']} refused a {f['control']} marker on {f['partition']}: "
+                f"{f['error']}"
+            )
         lines.append(
             f"ISR shrinks: {self.isr_shrinks}, expands: {self.isr_expands}, "
             f"unclean elections: {self.unclean_elections}"
@@ -342,6 +357,7 @@ def _client_outcomes(cluster: Cluster) -> dict[str, Any]:
     consumed: dict[str, list[str]] = {}
     processed: dict[str, list[str]] = {}
     txn_errors: dict[str, list[str]] = {}
+    consumer_errors: dict[str, list[str]] = {}
     committed_reads: list[tuple[str, int, int, str]] = []
     for e in cluster.trace.events:
         d = e.data
@@ -353,6 +369,8 @@ def _client_outcomes(cluster: Cluster) -> dict[str, Any]:
             processed.setdefault(d["consumer"], []).extend(r[2] for r in d["records"])
         elif e.kind == "txn_client" and d["error"] != "NONE":
             txn_errors.setdefault(d["producer"], []).append(f"{d['op']}: {d['error']}")
+        elif e.kind == "consumer_error":
+            consumer_errors.setdefault(d["consumer"], []).append(f"{d['tp']}: {d['error']}")
     aborted = aborted_ranges(cluster)
     aborted_reads = [
         value
@@ -364,7 +382,45 @@ def _client_outcomes(cluster: Cluster) -> dict[str, Any]:
         "processed": processed,
         "aborted_reads": aborted_reads,
         "txn_errors": txn_errors,
+        "consumer_errors": consumer_errors,
+        **_refusals(cluster),
     }
+
+
+_FENCING_ERRORS = ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "TRANSACTION_COORDINATOR_FENCED")
+_REJECTIONS = {
+    "stale_controller_request": "STALE_CONTROLLER_EPOCH",
+    "stale_broker_epoch": "STALE_BROKER_EPOCH",
+}
+
+
+def _refusals(cluster: Cluster) -> dict[str, list[dict[str, Any]]]:
+    """Control requests brokers rejected (each broker, request type and error once, in the
+    order first seen), and the transaction markers partition leaders refused (read from the
+    messages they sent, so only a run that traces messages shows them)."""
+    rejected: list[dict[str, Any]] = []
+    fenced: list[dict[str, Any]] = []
+    for e in cluster.trace.events:
+        if e.kind in _REJECTIONS:
+            entry = {
+                "broker": e.data["broker"],
+                "request": e.data["request"],
+                "error": _REJECTIONS[e.kind],
+            }
+            if entry not in rejected:
+                rejected.append(entry)
+        elif e.kind == "send" and type(e.data["msg"]).__name__ == "WriteTxnMarkersResponse":
+            msg = e.data["msg"]
+            if msg.error in _FENCING_ERRORS:
+                fenced.append(
+                    {
+                        "broker": e.node,
+                        "partition": msg.tp,
+                        "control": msg.control,
+                        "error": msg.error,
+                    }
+                )
+    return {"rejected_requests": rejected, "fenced_markers": fenced}
 
 
 def aborted_ranges(cluster: Cluster) -> dict[str, list[tuple[int, int, int]]]:

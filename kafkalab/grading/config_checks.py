@@ -3,7 +3,7 @@ learner's settings and compare what they measured with the target."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkalab.config import make_config
@@ -14,13 +14,16 @@ from kafkalab.sim.timed import Fault, RunResult, simulate
 
 __all__ = [
     "FOLLOWERS_CUT_THEN_LEADER_CRASH",
+    "LEADER_REPLACED",
     "check_durability_target",
     "check_lag_time_target",
+    "replaced_schedule",
     "schedule",
 ]
 
 # The leader (broker 1) loses both followers at 5 s; the ISR shrinks to the leader alone; at 50 s
-# the leader crashes and stays down until the run ends, while its followers are reachable again.
+# the leader crashes, while its followers are reachable again. It stays down until the faults end
+# (DURATION_MS), when it restarts: it is the last ISR member, so nobody replaces it meanwhile.
 FOLLOWERS_CUT_THEN_LEADER_CRASH = (
     Fault(5000, "disconnect", (1, 2)),
     Fault(5000, "disconnect", (1, 3)),
@@ -28,17 +31,40 @@ FOLLOWERS_CUT_THEN_LEADER_CRASH = (
     Fault(52000, "reconnect", (1, 2)),
     Fault(52000, "reconnect", (1, 3)),
 )
+# Both followers stall for 4 s (a long GC pause) and stay in the ISR; 3 s in, the leader crashes.
+# When its ZooKeeper session expires the controller elects follower 2, a clean election; at 60 s
+# the old leader restarts as a follower of the new one and truncates what only it held.
+LEADER_REPLACED = (
+    Fault(30000, "pause", (2,)),
+    Fault(30000, "pause", (3,)),
+    Fault(33000, "crash", (1,)),
+    Fault(34000, "resume", (2,)),
+    Fault(34000, "resume", (3,)),
+    Fault(60000, "restart", (1,)),
+)
 DURATION_MS = 80000
 SETTLE_MS = 20000
 
 
-def schedule(seed: int) -> list[Fault]:
-    """The faults of the run with ``seed``: the schedule above, 0.7 s later per seed."""
+def _shifted(faults: tuple[Fault, ...], seed: int) -> list[Fault]:
     shift_ms = seed * 700
-    return [Fault(f.time_ms + shift_ms, f.action, f.args) for f in FOLLOWERS_CUT_THEN_LEADER_CRASH]
+    return [Fault(f.time_ms + shift_ms, f.action, f.args) for f in faults]
 
 
-def _runs(config: Mapping[str, Any], runs: int) -> list[RunResult]:
+def schedule(seed: int) -> list[Fault]:
+    """The faults of the run with ``seed``: :data:`FOLLOWERS_CUT_THEN_LEADER_CRASH`, 0.7 s later
+    per seed."""
+    return _shifted(FOLLOWERS_CUT_THEN_LEADER_CRASH, seed)
+
+
+def replaced_schedule(seed: int) -> list[Fault]:
+    """The faults of the run with ``seed``: :data:`LEADER_REPLACED`, 0.7 s later per seed."""
+    return _shifted(LEADER_REPLACED, seed)
+
+
+def _runs(
+    config: Mapping[str, Any], runs: int, faults: Callable[[int], list[Fault]]
+) -> list[RunResult]:
     try:
         cfg = make_config(dict(config))
     except KafkalabError as err:
@@ -49,7 +75,7 @@ def _runs(config: Mapping[str, Any], runs: int) -> list[RunResult]:
             seed=seed,
             duration_ms=DURATION_MS,
             settle_ms=SETTLE_MS,
-            faults=schedule(seed),
+            faults=faults(seed),
         )
         for seed in range(runs)
     ]  # type: ignore[misc]
@@ -62,43 +88,68 @@ def check_durability_target(
     runs: int = 3,
     seconds: float = 60.0,
 ) -> list[RunResult]:
-    """Run the :data:`FOLLOWERS_CUT_THEN_LEADER_CRASH` schedule ``runs`` times (seeds 0..,
-    :func:`schedule`) with ``config``; pass when no acknowledged record is lost and at
-    least ``min_acked_fraction`` of the records sent were acknowledged."""
+    """Run two failures ``runs`` times each (seeds 0..) with ``config`` and pass when no
+    acknowledged record is lost in any run, and at least ``min_acked_fraction`` of the records
+    sent under the first failure were acknowledged.
+
+    A record is lost when no replica that can become leader will ever serve it. A crashed
+    leader's disk counts only while nobody can replace it: under
+    :data:`FOLLOWERS_CUT_THEN_LEADER_CRASH` (:func:`schedule`) the leader is the last ISR member
+    and leads again when it returns; under :data:`LEADER_REPLACED` (:func:`replaced_schedule`)
+    a follower still in the ISR replaces it, and what the old leader alone held (an ``acks=1``
+    write the followers had not copied) is truncated when it returns. Returns the runs of the
+    first failure."""
     if config is None or config is Ellipsis or not isinstance(config, Mapping):
         raise Feedback(f"config must be a dict of Kafka settings: {ELLIPSIS_HINT}")
     unanswered = [key for key, value in config.items() if value is Ellipsis]
     if unanswered:
         raise Feedback(f"no value for {', '.join(unanswered)}: {ELLIPSIS_HINT}")
     with time_limit(seconds, "the simulations"):
-        results = _runs(config, runs)
-    lost = sum(len(r.lost_acked) for r in results)
+        results = _runs(config, runs, schedule)
+        replaced = _runs(config, runs, replaced_schedule)
     acked = sum(r.acked for r in results)
     produced = sum(r.produced for r in results)
     fraction = acked / produced if produced else 0.0
-    problems = []
-    if lost:
-        problems.append(_loss_story(results))
+    problems: list[str] = []
+    worst: tuple[RunResult, str] | None = None
+    for runs_of, story, faults in (
+        (results, _loss_story, "schedule"),
+        (replaced, _replaced_loss_story, "replaced_schedule"),
+    ):
+        lossy = next((r for r in runs_of if r.lost_acked), None)
+        if lossy is not None:
+            problems.append(story(lossy))
+            worst = worst or (lossy, faults)
     if fraction < min_acked_fraction:
         problems.append(_availability_story(results, fraction, min_acked_fraction))
     if problems:
-        worst = next((r for r in results if r.lost_acked), results[0])
+        run, faults = worst or (results[0], "schedule")
         replay = (
             "Replay it: from kafkalab.sim.timed import simulate; from "
-            "kafkalab.grading.config_checks import schedule; "
-            f"simulate({dict(config)!r}, seed={worst.seed}, duration_ms={DURATION_MS}, "
-            f"settle_ms={SETTLE_MS}, faults=schedule({worst.seed}))"
+            f"kafkalab.grading.config_checks import {faults}; "
+            f"simulate({dict(config)!r}, seed={run.seed}, duration_ms={DURATION_MS}, "
+            f"settle_ms={SETTLE_MS}, faults={faults}({run.seed}))"
         )
         raise Feedback("\n".join([*problems, replay]))
     return results
 
 
-def _loss_story(results: list[RunResult]) -> str:
-    r = next(r for r in results if r.lost_acked)
+def _loss_story(r: RunResult) -> str:
     return (
         f"Durability: run with seed {r.seed} lost {len(r.lost_acked)} acknowledged record(s) "
         f"(first: {r.lost_acked[0]}); unclean elections in that run: {r.unclean_elections}. "
         "Ask yourself which replica became leader after the crash, and what it held."
+    )
+
+
+def _replaced_loss_story(r: RunResult) -> str:
+    return (
+        f"Durability: when the leader crashed while its followers were still in the ISR, a "
+        f"follower replaced it (a clean election), and run with seed {r.seed} lost "
+        f"{len(r.lost_acked)} acknowledged record(s) (first: {r.lost_acked[0]}). Only the old "
+        "leader held them, and it truncates them when it comes back as a follower: a record is "
+        "lost when no replica that can become leader will ever serve it. Which acks setting "
+        "lets the leader answer before a follower has the record?"
     )
 
 

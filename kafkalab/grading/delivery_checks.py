@@ -35,7 +35,7 @@ def processed_after_crash(
     consumer crashing after call number ``crash_after`` (1-based; None: no crash), then restart
     it and run two more iterations. Returns (the records written, what was processed)."""
     c = Cluster(brokers=3, groups=[GROUP], replication="auto", config={"min.insync.replicas": 2})
-    c.consumer(GROUP, group=GROUP)
+    c.consumer(GROUP, group=GROUP, auto_offset_reset="earliest")
     written: list[str] = []
     calls = 0
     for round_ in range(ROUNDS):

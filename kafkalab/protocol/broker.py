@@ -18,10 +18,14 @@ from kafkalab.protocol.log import RECORD_BYTES, UNDEFINED_EPOCH, UNDEFINED_OFFSE
 from kafkalab.protocol.offsets import GroupCoordinator
 from kafkalab.protocol.producer_state import DUPLICATE, ProducerStateManager
 from kafkalab.protocol.rules import DEFAULT_RULES, Rules
-from kafkalab.protocol.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
+from kafkalab.protocol.transactions import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionCoordinator,
+    txn_partition,
+)
 from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER
 
-__all__ = ["Broker", "FetchNow", "ReplicaState", "Stop"]
+__all__ = ["Broker", "FetchNow", "Reconfigure", "ReplicaState", "Stop"]
 
 # Timers that fire at the earliest waiting deadline, and the method that handles them.
 _DEADLINE_TIMERS = {
@@ -29,7 +33,15 @@ _DEADLINE_TIMERS = {
     "fetch_wait": "_expire_fetches",
     "fetch_timeout": "_fetch_timed_out",
 }
-INTERNAL_MIN_ISR = 2  # transaction.state.log.min.isr (offsets topics use the same in practice)
+# ReplicaManager: how a failed transaction verification reaches the producer.
+_VERIFICATION_ERRORS = {
+    m.PRODUCER_FENCED: m.INVALID_PRODUCER_EPOCH,
+    m.CONCURRENT_TRANSACTIONS: m.NOT_ENOUGH_REPLICAS,
+    m.COORDINATOR_LOAD_IN_PROGRESS: m.NOT_ENOUGH_REPLICAS,
+    m.COORDINATOR_NOT_AVAILABLE: m.NOT_ENOUGH_REPLICAS,
+    m.NOT_COORDINATOR: m.NOT_ENOUGH_REPLICAS,
+}
+INTERNAL_MIN_ISR = 2  # transaction.state.log.min.isr
 READ_COMMITTED = "read_committed"
 
 ZOOKEEPER = "zk"
@@ -40,6 +52,14 @@ NEVER_MS = -(2**62)  # "never caught up": Kafka uses 0 on a wall clock; simulate
 @dataclass(frozen=True, slots=True)
 class Stop:
     """A local command: stop cleanly (controlled shutdown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reconfigure:
+    """A local command: a dynamic config change reached this broker (DynamicBrokerConfig, or a
+    topic config change, KIP-226, 1.1); from now on it applies ``config``."""
+
+    config: Config
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +81,7 @@ class Remote:
     last_fetch_leader_leo: int = UNKNOWN_LEO
     last_fetch_ms: int = NEVER_MS
     broker_epoch: int = -1  # carried by the follower's latest fetch (KRaft)
+    last_sent_hw: int = -1  # the HW in the latest fetch response to this follower
 
 
 @dataclass(slots=True)
@@ -177,6 +198,9 @@ class Broker:
             m.TxnOffsetCommitRequest: self.group_coordinator.handle,
             m.OffsetFetchRequest: self.group_coordinator.handle,
             m.ConsumerFetchRequest: self._on_consumer_fetch,
+            m.ListOffsetsRequest: self._on_list_offsets,
+            m.DeleteRecordsRequest: self._on_delete_records,
+            Reconfigure: self._on_reconfigure,
             FetchNow: self._on_fetch_now,
             Stop: self._on_stop,
         }
@@ -439,7 +463,8 @@ class Broker:
         new_epoch = msg.leader_epoch > r.leader_epoch
         self._set_partition_state(r, msg)
         r.role = "leader"
-        r.log.assign_epoch(msg.leader_epoch, r.log.leo)
+        if self.config.leader_epoch_on_election:  # else with the first append (before 2.0.1)
+            r.log.assign_epoch(msg.leader_epoch, r.log.leo)
         r.truncating = False
         r.inflight = None
         if not was_leader or new_epoch:
@@ -524,9 +549,11 @@ class Broker:
         return self.auto_fetch or r.tp.startswith("__")
 
     def _min_isr(self, r: ReplicaState) -> int:
-        """min.insync.replicas for this partition: the internal topics use their own, 2
-        (transaction.state.log.min.isr), capped by the replication factor."""
-        if r.tp.startswith("__"):
+        """min.insync.replicas for this partition: __transaction_state uses its own, 2
+        (transaction.state.log.min.isr, TransactionStateManager.transactionTopicConfigs),
+        capped by its replication factor; __consumer_offsets has no such override
+        (GroupMetadataManager.offsetsTopicConfigs), so it uses the broker's."""
+        if r.tp.startswith(TRANSACTION_STATE_TOPIC):
             return min(INTERNAL_MIN_ISR, len(r.replicas))
         return self.config.min_insync_replicas
 
@@ -715,7 +742,7 @@ class Broker:
         reply: Callable[[Context, str], None],
         *,
         transactional: tuple[int, int] | None = None,
-        marker: tuple[str, int, int] | None = None,
+        marker: tuple[str, int, int, int] | None = None,
     ) -> None:
         """The broker's own acks=all write (ReplicaManager.appendRecords with requiredAcks -1):
         a coordinator's state record, an offset commit, or a transaction ``marker`` (control,
@@ -729,8 +756,10 @@ class Broker:
             reply(ctx, m.NOT_ENOUGH_REPLICAS)
             return
         if marker is not None:
-            control, pid, epoch = marker
-            first = last = r.log.append_marker(control, r.leader_epoch, pid, epoch)
+            control, pid, epoch, coordinator_epoch = marker
+            first = last = r.log.append_marker(
+                control, r.leader_epoch, pid, epoch, coordinator_epoch
+            )
         elif transactional is not None:
             pid, epoch = transactional
             first, last = r.log.append_as_leader(values, r.leader_epoch, (pid, epoch, -1), True)
@@ -816,17 +845,44 @@ class Broker:
             verify_only=self.config.transaction_version < 2,
             correlation_id=self.correlation,
         )
-        for b in self.known_brokers():  # only the coordinator answers with more than
-            ctx.send(b, check)  # NOT_COORDINATOR (Kafka looks it up in its metadata)
+        txn_tp = txn_partition(req.transactional_id)
+        hosted = self.partitions.get(txn_tp)
+        if hosted is not None and hosted.leader is None:
+            unavailable = m.AddPartitionsToTxnResponse(
+                req.transactional_id, self.correlation, m.COORDINATOR_NOT_AVAILABLE
+            )
+            self._on_verified(ctx, self.id, unavailable)
+            return
+        # AddPartitionsToTxnManager asks the leader of the id's __transaction_state partition,
+        # as this broker's metadata names it. A broker without a replica of that partition has
+        # no metadata for it in the simulator: it asks every broker, and only the coordinator
+        # answers with more than NOT_COORDINATOR.
+        targets = [hosted.leader] if hosted is not None else self.known_brokers()
+        for b in targets:
+            ctx.send(b, check)
 
     def _on_verified(self, ctx: Context, src: Any, resp: m.AddPartitionsToTxnResponse) -> None:
-        if resp.error == m.NOT_COORDINATOR or resp.correlation_id not in self._verifying:
+        """The coordinator's answer, as ReplicaManager hands it to the producer: PRODUCER_FENCED
+        becomes INVALID_PRODUCER_EPOCH, which producers expect here (AddPartitionsToTxnManager,
+        3.5, KAFKA-14561); coordinator errors a client might not retry become the retriable
+        NOT_ENOUGH_REPLICAS."""
+        if resp.correlation_id not in self._verifying:
             return
+        if resp.error == m.NOT_COORDINATOR and src != self._coordinator_of(resp.correlation_id):
+            return  # another broker's answer to the fallback broadcast
         client, req = self._verifying.pop(resp.correlation_id)
         if resp.error != m.NONE:
-            self._reject(ctx, client, req, resp.error)
+            error = _VERIFICATION_ERRORS.get(resp.error, resp.error)
+            self._reject(ctx, client, req, error)
             return
         self._on_produce(ctx, client, req, verified=True)
+
+    def _coordinator_of(self, correlation_id: int) -> Any:
+        """The broker this leader's metadata names as coordinator for a pending verification
+        (None when it has no metadata for it)."""
+        _, req = self._verifying[correlation_id]
+        hosted = self.partitions.get(txn_partition(req.transactional_id))
+        return None if hosted is None else hosted.leader
 
     def _reject(self, ctx: Context, src: Any, req: m.ProduceRequest, error: str) -> None:
         """Refuse a producer's batch without appending it."""
@@ -844,7 +900,8 @@ class Broker:
     def _on_write_markers(self, ctx: Context, src: Any, req: m.WriteTxnMarkersRequest) -> None:
         """KafkaApis.handleWriteTxnMarkersRequest: the leader appends the COMMIT or ABORT
         control record with acks=all, closing the producer's transaction on this partition
-        (a marker from an older producer epoch is refused). Other brokers stay silent."""
+        (a marker from an older producer epoch, or an older coordinator epoch, is refused).
+        Other brokers stay silent."""
         r = self.partitions.get(req.tp)
         if r is None or r.role != "leader":
             return
@@ -857,8 +914,17 @@ class Broker:
                 ),
             )
 
-        error = r.producers.check_marker(req.producer_id, req.producer_epoch)
+        error = r.producers.check_marker(req.producer_id, req.producer_epoch, req.coordinator_epoch)
         if error is not None:
+            ctx.emit(
+                "marker_rejected",
+                broker=self.id,
+                tp=req.tp,
+                control=req.control,
+                producer_id=req.producer_id,
+                coordinator_epoch=req.coordinator_epoch,
+                error=error,
+            )
             answer(ctx, error)
             return
         first = r.producers.ongoing.get(req.producer_id)
@@ -872,7 +938,7 @@ class Broker:
             offset=r.log.leo,
             first_offset=first,
         )
-        marker = (req.control, req.producer_id, req.producer_epoch)
+        marker = (req.control, req.producer_id, req.producer_epoch, req.coordinator_epoch)
         self.append_internal(ctx, req.tp, (), answer, marker=marker)
 
     def _on_consumer_fetch(self, ctx: Context, src: Any, req: m.ConsumerFetchRequest) -> None:
@@ -888,7 +954,7 @@ class Broker:
         hw = r.log.hw
         lso = r.producers.last_stable_offset(hw)
         end = lso if req.isolation == READ_COMMITTED else hw
-        if req.fetch_offset > r.log.leo:
+        if not r.log.log_start_offset <= req.fetch_offset <= r.log.leo:
             ctx.send(
                 src, m.ConsumerFetchResponse(req.tp, req.correlation_id, m.OFFSET_OUT_OF_RANGE)
             )
@@ -901,6 +967,42 @@ class Broker:
             src,
             m.ConsumerFetchResponse(req.tp, req.correlation_id, m.NONE, records, hw, lso, aborted),
         )
+
+    def _on_list_offsets(self, ctx: Context, src: Any, req: m.ListOffsetsRequest) -> None:
+        """Partition.fetchOffsetForTimestamp for EARLIEST (the log start offset) and LATEST
+        (the HW, or the LSO for read_committed: what that consumer could read next)."""
+        r = self.partitions.get(req.tp)
+        if r is None or r.role != "leader":
+            reply = m.ListOffsetsResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER)
+        elif req.timestamp == m.EARLIEST:
+            reply = m.ListOffsetsResponse(
+                req.tp, req.correlation_id, m.NONE, r.log.log_start_offset
+            )
+        else:
+            hw = r.log.hw
+            end = r.producers.last_stable_offset(hw) if req.isolation == READ_COMMITTED else hw
+            reply = m.ListOffsetsResponse(req.tp, req.correlation_id, m.NONE, end)
+        ctx.send(src, reply)
+
+    def _on_delete_records(self, ctx: Context, src: Any, req: m.DeleteRecordsRequest) -> None:
+        """Partition.deleteRecordsOnLeader (DeleteRecords, KIP-107, 0.11): offset -1 means the
+        HW; an offset above the HW is OFFSET_OUT_OF_RANGE. The log start offset only moves
+        forward; followers learn it from their next fetch response."""
+        r = self.partitions.get(req.tp)
+        if r is None or r.role != "leader":
+            error, offset = m.NOT_LEADER_OR_FOLLOWER, req.offset
+        else:
+            offset = r.log.hw if req.offset == -1 else req.offset
+            error = m.OFFSET_OUT_OF_RANGE if not 0 <= offset <= r.log.hw else m.NONE
+            if error == m.NONE and r.log.increment_log_start_offset(offset):
+                ctx.emit("log_start_offset", broker=self.id, tp=r.tp, offset=offset)
+        ctx.emit("delete_records", broker=self.id, tp=req.tp, offset=offset, error=error)
+        low = r.log.log_start_offset if r is not None else -1
+        ctx.send(src, m.DeleteRecordsResponse(req.tp, error, low))
+
+    def _on_reconfigure(self, ctx: Context, src: Any, cmd: Reconfigure) -> None:
+        self.config = cmd.config
+        ctx.emit("reconfigured", broker=self.id)
 
     # ---- fetch (leader) --------------------------------------------------------------------
 
@@ -933,12 +1035,35 @@ class Broker:
         )
         if not read_first:
             records, hw = _read(r, req), r.log.hw
-        if not records and req.max_wait_ms > 0:
+        if not records and req.max_wait_ms > 0 and not self._needs_hw_update(r, req, hw):
             deadline = ctx.now + req.max_wait_ms if self._auto(r) else ctx.now
             r.delayed_fetches.append(DelayedFetch(src, req, deadline))
             self._arm(ctx, r, "fetch_wait", deadline)
             return
-        ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
+        self._send_fetch_response(ctx, src, r, req, records, hw)
+
+    def _needs_hw_update(self, r: ReplicaState, req: m.FetchRequest, hw: int) -> bool:
+        """2.4 to 2.5 (KAFKA-8443, ``follower_fetch_completes_on_hw_change``): a follower whose
+        last answer carried an older HW is answered now (ReplicaManager followerNeedsHwUpdate,
+        DelayedFetch case H)."""
+        if not self.config.follower_fetch_completes_on_hw_change:
+            return False
+        remote = r.remotes.get(req.replica_id)
+        return remote is not None and remote.last_sent_hw < hw
+
+    def _send_fetch_response(
+        self,
+        ctx: Context,
+        src: Any,
+        r: ReplicaState,
+        req: m.FetchRequest,
+        records: tuple[Any, ...],
+        hw: int,
+    ) -> None:
+        remote = r.remotes.get(req.replica_id)
+        if remote is not None:
+            remote.last_sent_hw = hw
+        ctx.send(src, _fetch_response(r, req, records, hw))
 
     def _check_fetch(self, r: ReplicaState, current_leader_epoch: int | None) -> str | None:
         """Partition.checkCurrentLeaderEpoch (KIP-320) and the leadership check."""
@@ -957,6 +1082,17 @@ class Broker:
         for f in waiting:
             self._answer_delayed_fetch(ctx, r, f)
 
+    def _complete_fetches_behind(self, ctx: Context, r: ReplicaState, hw: int) -> None:
+        """DelayedFetch case H (2.4 to 2.5): a waiting follower fetch completes once the HW is
+        ahead of what that follower was last told."""
+        waiting, r.delayed_fetches = r.delayed_fetches, []
+        for f in waiting:
+            remote = r.remotes.get(f.request.replica_id)
+            if remote is not None and remote.last_sent_hw < hw:
+                self._answer_delayed_fetch(ctx, r, f)
+            else:
+                r.delayed_fetches.append(f)
+
     def _expire_fetches(self, ctx: Context, r: ReplicaState) -> None:
         due = [f for f in r.delayed_fetches if f.deadline_ms <= ctx.now]
         r.delayed_fetches = [f for f in r.delayed_fetches if f.deadline_ms > ctx.now]
@@ -969,9 +1105,7 @@ class Broker:
         """DelayedFetch.onComplete reads again (readFromPurgatory) without updating the
         follower's state, which was applied when the request arrived."""
         req = f.request
-        records = _read(r, req)
-        hw = r.log.hw
-        ctx.send(f.src, m.FetchResponse(r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo))
+        self._send_fetch_response(ctx, f.src, r, req, _read(r, req), r.log.hw)
 
     def _update_follower_fetch_state(
         self,
@@ -1009,7 +1143,8 @@ class Broker:
         replica.lag.max.messages behind ("slow"); the message rule can be switched on alone."""
         config = self.config
         lag_messages = config.replica_lag_max_messages
-        if lag_messages is not None and r.log.leo - max(remote.leo, 0) > lag_messages:
+        known = remote.leo != UNKNOWN_LEO  # the message rule skips a follower not heard from
+        if lag_messages is not None and known and r.log.leo - remote.leo > lag_messages:
             return False
         if not config.lag_time_from_caught_up:
             return now - remote.last_fetch_ms <= config.replica_lag_time_max_ms
@@ -1051,6 +1186,8 @@ class Broker:
             self._set_hw(ctx, r, new_hw)
         if new_hw > old_hw:
             self._complete_produces(ctx, r)
+            if config.follower_fetch_completes_on_hw_change:
+                self._complete_fetches_behind(ctx, r, new_hw)
 
     def _isr_eligible(self, follower: int, remote: Remote) -> bool:
         """Partition.isReplicaIsrEligible. With ZooKeeper: the broker is alive. In KRaft: it is
@@ -1095,13 +1232,20 @@ class Broker:
             self._alter_isr(ctx, r, tuple(i for i in r.isr if i not in out), "shrink")
 
     def _alter_isr(self, ctx: Context, r: ReplicaState, isr: tuple[int, ...], why: str) -> None:
+        """Partition.alterIsr (AlterIsr/AlterPartition since 2.7, KIP-497): the request goes to
+        the controller and, while it is pending, the HW counts the wider, maximal ISR. Before
+        2.7 (``alter_isr`` off) Partition.updateIsr wrote the znode itself, through ZooKeeper
+        in the ZooKeeper era (the dedicated controller stands beside ZooKeeper and takes the
+        write), and only the written ISR counted."""
         r.alter_isr_pending = True
-        r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
+        if self.config.alter_isr:
+            r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
+            target = self.controller_address
+        else:
+            zk_mode = self.config.controller_mode == "zk"
+            target = ZOOKEEPER if zk_mode else self.controller_address
         ctx.emit("alter_isr", broker=self.id, tp=r.tp, isr=list(isr), reason=why)
-        ctx.send(
-            self.controller_address,
-            m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr),
-        )
+        ctx.send(target, m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr))
         ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
 
     def _on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
@@ -1150,6 +1294,13 @@ class Broker:
         if error is not None:
             reply = m.OffsetsForLeaderEpochResponse(
                 r.tp, req.correlation_id, error, UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            )
+        elif not self.config.leader_epoch_on_election and (
+            not r.log.epochs or req.leader_epoch < r.log.epochs[0][0]
+        ):
+            # Before 2.0.1 (KAFKA-7415) an epoch older than every cached one was undefined.
+            reply = m.OffsetsForLeaderEpochResponse(
+                r.tp, req.correlation_id, m.NONE, UNDEFINED_EPOCH, UNDEFINED_OFFSET
             )
         else:
             epoch, end_offset = self.rules.end_offset_for(
@@ -1224,6 +1375,8 @@ class Broker:
             new_hw = self.rules.follower_hw(resp.hw, r.log.leo)
             if new_hw != r.log.hw:  # assigned as is: a new leader's stale HW can be lower
                 self._set_hw(ctx, r, new_hw)
+            if r.log.increment_log_start_offset(resp.log_start_offset):
+                ctx.emit("log_start_offset", broker=self.id, tp=r.tp, offset=resp.log_start_offset)
             self._next_fetch(ctx, r, 0)
         elif resp.error == m.OFFSET_OUT_OF_RANGE:
             self._handle_offset_out_of_range(ctx, r, resp.leader_leo)
@@ -1235,8 +1388,8 @@ class Broker:
         """ReplicaFetcherThread.handleOffsetOutOfRange: a follower ahead of the leader truncates to
         the leader's LEO (the pre-0.11 path that loses acknowledged records)."""
         if r.log.leo > leader_leo:
-            if not self.config.unclean_leader_election_enable and not self.config.leader_epochs:
-                # 0.10: "Exiting because log truncation is not allowed" (System.exit).
+            if not self.config.unclean_leader_election_enable and self.config.out_of_range_halts:
+                # 0.8.2 to 2.0.0: "Exiting because log truncation is not allowed" (System.exit).
                 ctx.stop_process(
                     f"broker {self.id} is ahead of the leader ({r.log.leo} > {leader_leo}) and "
                     "unclean leader election is disabled, so it may not truncate: it halts"
@@ -1301,6 +1454,16 @@ def _load_replica(tp: str, disk: Disk) -> ReplicaState:
     that log."""
     log = Log(disk)
     return ReplicaState(tp, log, producers=ProducerStateManager.rebuild(log.records))
+
+
+def _fetch_response(
+    r: ReplicaState, req: m.FetchRequest, records: tuple[Any, ...], hw: int
+) -> m.FetchResponse:
+    """A successful fetch response: the records, the HW, and the leader's log start offset,
+    which the follower follows (ReplicaFetcherThread.processPartitionData)."""
+    return m.FetchResponse(
+        r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo, r.log.log_start_offset
+    )
 
 
 def _read(r: ReplicaState, req: m.FetchRequest) -> tuple[Any, ...]:

@@ -12,7 +12,12 @@ what an application reads): one consumer per group, assigned its partitions, no 
   (commitSync); ``enable.auto.commit`` commits the position of earlier polls at the start of a poll
   once auto.commit.interval.ms has passed (ConsumerCoordinator.maybeAutoCommitOffsetsAsync).
 - A restarted consumer asks the coordinator for its committed offsets (OffsetFetch) and starts
-  there, or at the beginning (auto.offset.reset=earliest).
+  there. A partition without a committed offset (or without a group), or whose position is out
+  of range (below the log start offset or past the end), starts where ``auto.offset.reset``
+  says (SubscriptionState.resetInitializingPositions, OffsetFetcher.resetPositionsIfNeeded):
+  ``latest``, Kafka's default, asks the leader for the HW (the LSO for read_committed),
+  ``earliest`` for the log start offset, and ``none`` fails the poll with
+  NoOffsetForPartitionException (OffsetOutOfRangeException for an out-of-range position).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from kafkalab.protocol.offsets import offsets_partition
 __all__ = ["ConsumerSettings", "KafkaConsumer", "Poll"]
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+OFFSET_RESETS = ("latest", "earliest", "none")
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,14 @@ class ConsumerSettings:
     auto_commit_interval_ms: int = 5000
     max_poll_records: int = 500
     retry_backoff_ms: int = 100
+    auto_offset_reset: str = "latest"  # Kafka's default
 
     def __post_init__(self) -> None:
+        if self.auto_offset_reset not in OFFSET_RESETS:
+            raise ConfigError(
+                f"auto.offset.reset={self.auto_offset_reset!r} is not allowed: use latest "
+                "(the default), earliest or none"
+            )
         if self.isolation_level not in ISOLATION_LEVELS:
             raise ConfigError(
                 f"isolation.level={self.isolation_level!r} is not allowed: use "
@@ -76,8 +88,8 @@ class KafkaConsumer:
         self.settings = settings
         self.brokers = brokers
         self.tps = tps
-        # Without a group there is nothing committed: start at the beginning.
-        self.positions: dict[str, int] = {} if settings.group_id else dict.fromkeys(tps, 0)
+        # Without a group there is nothing committed: auto.offset.reset decides at the first poll.
+        self.positions: dict[str, int] = {}
         self.leaders: dict[str, Any] = {}
         self.unprocessed: list[tuple[str, Record]] = []
         self.correlation = 0
@@ -85,12 +97,18 @@ class KafkaConsumer:
         self._broker_turn = 0
         self._offsets_known = not settings.group_id
         self._waiting_process: dict[int, bool] = {}  # fetch correlation id -> process at once
+        self._resets: dict[int, tuple[str, bool]] = {}  # ListOffsets id -> (partition, process)
         self._commits = 0  # offset commits waiting for an answer
 
     @property
     def idle(self) -> bool:
         """It knows where to read, and no fetch or commit is waiting for an answer."""
-        return self._offsets_known and not self._waiting_process and not self._commits
+        return (
+            self._offsets_known
+            and not self._waiting_process
+            and not self._resets
+            and not self._commits
+        )
 
     def start(self, ctx: Context) -> None:
         self.last_commit_ms = ctx.now
@@ -113,6 +131,8 @@ class KafkaConsumer:
             self._on_offsets(ctx, msg)
         elif isinstance(msg, m.ConsumerFetchResponse):
             self._on_fetch(ctx, msg)
+        elif isinstance(msg, m.ListOffsetsResponse):
+            self._on_reset(ctx, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
             self._commits = max(0, self._commits - 1)
             ctx.emit("consumer_commit", consumer=self.name, group=msg.group, error=msg.error)
@@ -138,7 +158,7 @@ class KafkaConsumer:
             return
         self._offsets_known = True
         committed = dict(msg.offsets)
-        self.positions = {tp: committed.get(tp, 0) for tp in self.tps}  # else earliest
+        self.positions = {tp: committed[tp] for tp in self.tps if tp in committed}
         ctx.emit("consumer_position", consumer=self.name, positions=dict(self.positions))
 
     def _commit(self, ctx: Context, _: Poll) -> None:
@@ -177,23 +197,64 @@ class KafkaConsumer:
             leader = self.leaders.get(tp)
             if leader is None:
                 self._refresh(ctx)
-                continue
-            self.correlation += 1
-            self._waiting_process[self.correlation] = cmd.process
-            ctx.send(
-                leader,
-                m.ConsumerFetchRequest(tp, self.correlation, self.positions[tp], s.isolation_level),
-            )
+            elif tp in self.positions:
+                self._send_fetch(ctx, tp, leader, cmd.process)
+            else:
+                self._reset(ctx, tp, leader, cmd.process, m.NO_OFFSET_FOR_PARTITION)
+
+    def _send_fetch(self, ctx: Context, tp: str, leader: Any, process: bool) -> None:
+        self.correlation += 1
+        self._waiting_process[self.correlation] = process
+        isolation = self.settings.isolation_level
+        ctx.send(
+            leader, m.ConsumerFetchRequest(tp, self.correlation, self.positions[tp], isolation)
+        )
+
+    def _reset(self, ctx: Context, tp: str, leader: Any, process: bool, error: str) -> None:
+        """auto.offset.reset: ask the leader where to start (ListOffsets), then go on with the
+        poll; with ``none`` the poll fails with ``error`` instead."""
+        policy = self.settings.auto_offset_reset
+        if policy == "none":
+            ctx.emit("consumer_error", consumer=self.name, tp=tp, error=error)
+            return
+        self.correlation += 1
+        self._resets[self.correlation] = (tp, process)
+        isolation = self.settings.isolation_level
+        ctx.send(leader, m.ListOffsetsRequest(tp, self.correlation, policy, isolation))
+
+    def _on_reset(self, ctx: Context, resp: m.ListOffsetsResponse) -> None:
+        tp, process = self._resets.pop(resp.correlation_id, (None, False))
+        if tp is None:
+            return
+        if resp.error != m.NONE:
+            self.leaders.pop(tp, None)
+            ctx.emit("consumer_error", consumer=self.name, tp=tp, error=resp.error)
+            return
+        self.positions[tp] = resp.offset
+        ctx.emit(
+            "consumer_position",
+            consumer=self.name,
+            positions={tp: resp.offset},
+            reset=self.settings.auto_offset_reset,
+        )
+        leader = self.leaders.get(tp)
+        if leader is not None:
+            self._send_fetch(ctx, tp, leader, process)
 
     def _on_fetch(self, ctx: Context, resp: m.ConsumerFetchResponse) -> None:
         process = self._waiting_process.pop(resp.correlation_id, None)
         if process is None:
             return
+        if resp.error == m.OFFSET_OUT_OF_RANGE and resp.tp in self.leaders:
+            # Fetcher: an out-of-range position is reset by auto.offset.reset
+            self.positions.pop(resp.tp, None)
+            self._reset(ctx, resp.tp, self.leaders[resp.tp], process, m.OFFSET_OUT_OF_RANGE)
+            return
         if resp.error != m.NONE:
             self.leaders.pop(resp.tp, None)
             ctx.emit("consumer_error", consumer=self.name, tp=resp.tp, error=resp.error)
             return
-        position = self.positions[resp.tp]
+        position = self.positions.get(resp.tp)
         if not resp.records or resp.records[0].offset != position:
             return  # a stale answer from before a position change
         delivered, position = self._visible(resp)

@@ -61,6 +61,7 @@ class Controller:
         self.active = True
         self.shutting_down: set[int] = set()
         self._changed: dict[str, PartitionState] = {}  # written by the event being handled
+        self._read_versions: dict[str, int] = {}  # the versions those changes were based on
         self._outbox: list[tuple[Any, Any]] = []
         self._events: list[tuple[str, dict[str, Any]]] = []  # state changes, once committed
         # ZooKeeper write id -> (the sends and trace events that wait for it)
@@ -130,10 +131,14 @@ class Controller:
             self._on_broker_change(ctx, dict(msg.live))
         elif isinstance(msg, m.AlterIsr):
             self._on_alter_isr(ctx, src, msg)
+        elif isinstance(msg, m.IsrChangeNotification):
+            self._on_isr_change_notification(ctx, msg)
         elif isinstance(msg, m.ControlledShutdownRequest):
             self._on_controlled_shutdown(ctx, src, msg)
         elif isinstance(msg, m.ElectPreferredLeaders):
             self._elect_preferred(ctx, msg.tp, "preferred_election")
+        elif isinstance(msg, m.ReconfigureRequest):
+            self._on_reconfigure(ctx, msg.config)
         elif isinstance(msg, m.ZkWriteResult):
             self._on_write_result(ctx, msg)
             return
@@ -150,12 +155,19 @@ class Controller:
         sends, self._outbox = self._outbox, []
         events, self._events = self._events, []
         changed, self._changed = self._changed, {}
+        versions, self._read_versions = self._read_versions, {}
         if not self.write_through or not changed:
             _carry_out(ctx, sends, events)
             return
         self._write_id += 1
         self._waiting[self._write_id] = (sends, events)
-        ctx.send("zk", m.ZkWrite(self.controller_epoch, self._write_id, tuple(changed.items())))
+        write = m.ZkWrite(
+            self.controller_epoch,
+            self._write_id,
+            tuple(changed.items()),
+            tuple((tp, versions[tp]) for tp in changed),
+        )
+        ctx.send("zk", write)
 
     def _on_write_result(self, ctx: Context, msg: m.ZkWriteResult) -> None:
         sends, events = self._waiting.pop(msg.write_id, ([], []))
@@ -221,6 +233,17 @@ class Controller:
             if not changed:
                 self._send_leader_and_isr(tp, new, [b for b in started if b in new.replicas])
 
+    def _on_reconfigure(self, ctx: Context, config: Config) -> None:
+        """A dynamic config change: apply it, and elect a leader for every leaderless partition
+        that now may have one (KafkaController's TopicUncleanLeaderElectionEnable event,
+        KAFKA-6835, 2.1)."""
+        self.config = config
+        for tp, state in self.partitions.items():
+            if state.leader is None:
+                new = self._elect(state)
+                if new is not None:
+                    self._commit(ctx, tp, state, new, "config_change")
+
     def _elect(
         self, state: PartitionState, exclude: frozenset[int] = frozenset()
     ) -> PartitionState | None:
@@ -255,6 +278,7 @@ class Controller:
         changes) and its trace events."""
         self.partitions[tp] = new
         self._changed[tp] = new
+        self._read_versions.setdefault(tp, old.partition_epoch)
         self._emit(
             "partition_state",
             tp=tp,
@@ -312,6 +336,14 @@ class Controller:
             )
         )
 
+    def _on_isr_change_notification(self, ctx: Context, msg: m.IsrChangeNotification) -> None:
+        """Before 2.7: KafkaController's IsrChangeNotification handler reads the state a leader
+        wrote to ZooKeeper into its cache (no write of its own)."""
+        current = self.partitions.get(msg.tp)
+        if current is None or msg.state.partition_epoch > current.partition_epoch:
+            self.partitions[msg.tp] = msg.state
+            ctx.emit("metrics", **partition_metrics(self.partitions.values()))
+
     # ---- controlled shutdown and preferred leaders ------------------------------------------
 
     def _on_controlled_shutdown(
@@ -320,8 +352,12 @@ class Controller:
         """KafkaController.doControlledShutdown: move every leadership of the broker to another
         live ISR replica (ControlledShutdownLeaderElection) and take it out of every ISR, so its
         partitions stay available when it stops."""
-        if req.broker not in self.live or self.live[req.broker] != req.broker_epoch:
-            self._outbox.append((src, m.ControlledShutdownResponse(m.STALE_CONTROLLER_EPOCH, ())))
+        if req.broker not in self.live:
+            self._outbox.append((src, m.ControlledShutdownResponse(m.BROKER_NOT_AVAILABLE, ())))
+            return
+        if self.config.broker_epoch and self.live[req.broker] != req.broker_epoch:
+            # KIP-380 (2.2): a request from an earlier incarnation of the broker.
+            self._outbox.append((src, m.ControlledShutdownResponse(m.STALE_BROKER_EPOCH, ())))
             return
         self.shutting_down.add(req.broker)
         ctx.emit("controlled_shutdown", broker=req.broker)

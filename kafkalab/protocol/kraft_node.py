@@ -146,6 +146,11 @@ class KRaftNode:
             self._on_alter_partition(ctx, src, msg)
         elif isinstance(msg, m.ElectPreferredLeaders):
             self._elect_preferred(ctx, msg.tp)
+        elif isinstance(msg, m.ReconfigureRequest):
+            # KAFKA-12670 (3.9): the controller's periodic check elects leaderless partitions
+            # that the new config allows (unclean election turned on); here it runs at once.
+            self.config = msg.config
+            self._elect_where_possible(ctx)
         self._after_raft(ctx)
 
     # ---- committed records -------------------------------------------------------------------

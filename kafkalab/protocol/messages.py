@@ -81,6 +81,7 @@ LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE"
 INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
 NOT_CONTROLLER = "NOT_CONTROLLER"
 STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+BROKER_NOT_AVAILABLE = "BROKER_NOT_AVAILABLE"
 INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 UNKNOWN_PRODUCER_ID = "UNKNOWN_PRODUCER_ID"
@@ -203,6 +204,15 @@ class AlterIsr:
 
 
 @dataclass(frozen=True, slots=True)
+class IsrChangeNotification:
+    """Before 2.7: ZooKeeper tells the controller that a leader rewrote a partition's ISR
+    (the /isr_change_notification znodes), with the state now stored."""
+
+    tp: str
+    state: Any
+
+
+@dataclass(frozen=True, slots=True)
 class AlterIsrResponse:
     tp: str
     error: str
@@ -268,6 +278,8 @@ class ZkWrite:
     controller_epoch: int
     write_id: int
     partitions: tuple[tuple[str, Any], ...]
+    # Each partition's znode version (partition epoch) the controller based its change on.
+    expected_versions: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

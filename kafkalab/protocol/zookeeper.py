@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kafkalab.config import Config
@@ -59,6 +60,8 @@ class ZooKeeper:
             self._elect(ctx, msg)
         elif isinstance(msg, m.ZkWrite):
             self._write(ctx, src, msg)
+        elif isinstance(msg, m.AlterIsr):
+            self._leader_isr_write(ctx, src, msg)
 
     def _register(self, ctx: Context, src: Any, broker: int) -> None:
         old = self.sessions.get(broker)
@@ -136,11 +139,20 @@ class ZooKeeper:
                 _send(ctx, b, m.ZkControllerChange(msg.broker, self.controller_epoch))
 
     def _write(self, ctx: Context, src: Any, msg: m.ZkWrite) -> None:
-        """A controller's writes carry its epoch; ZooKeeper refuses them once another
-        controller has been elected (KafkaZkClient checkControllerAndEpoch)."""
-        ok = msg.controller_epoch == self.controller_epoch and (
-            not self.elected or (self.controller is not None and self.controller[0] == src)
-        )
+        """A controller's writes carry its epoch; since 2.1 (KAFKA-6082) ZooKeeper refuses them
+        once another controller has been elected (KafkaZkClient's multi-op checks the
+        /controller_epoch znode version). Before, a partition's state was written conditionally
+        on that znode's version only, so a zombie's write went through when nobody had changed
+        the partition since it read it."""
+        if not self.config.zk_writes_fenced_by_controller_epoch:
+            ok = all(
+                tp not in self.partitions or self.partitions[tp].partition_epoch == version
+                for tp, version in msg.expected_versions
+            )
+        else:
+            ok = msg.controller_epoch == self.controller_epoch and (
+                not self.elected or (self.controller is not None and self.controller[0] == src)
+            )
         if ok:
             self.partitions.update(dict(msg.partitions))
         else:
@@ -151,6 +163,43 @@ class ZooKeeper:
                 current_epoch=self.controller_epoch,
             )
         _send(ctx, src, m.ZkWriteResult(msg.write_id, ok, self.controller_epoch))
+
+    def _leader_isr_write(self, ctx: Context, src: Any, req: m.AlterIsr) -> None:
+        """Before 2.7: a leader rewrites its partition's state znode with a new ISR
+        (ReplicationUtils.updateLeaderAndIsr), conditional on the znode version (the partition
+        epoch here) and on still being the leader of that epoch; then the controller learns of
+        it (isr_change_notification)."""
+        state = self.partitions.get(req.tp)
+        if state is None or (state.leader, state.leader_epoch) != (req.leader, req.leader_epoch):
+            error = m.FENCED_LEADER_EPOCH
+        elif state.partition_epoch != req.partition_epoch:
+            error = m.INVALID_UPDATE_VERSION
+        else:
+            error = m.NONE
+            old = state
+            state = replace(state, isr=req.isr, partition_epoch=state.partition_epoch + 1)
+            self.partitions[req.tp] = state
+            ctx.emit(
+                "partition_state",
+                tp=req.tp,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=list(state.isr),
+                partition_epoch=state.partition_epoch,
+                reason="expand" if len(state.isr) > len(old.isr) else "shrink",
+                unclean=False,
+                controller_epoch=self.controller_epoch,
+            )
+            if self.controller is not None:
+                _send(ctx, self.controller[0], m.IsrChangeNotification(req.tp, state))
+        response = m.AlterIsrResponse(
+            req.tp,
+            error,
+            -1 if state is None else state.leader_epoch,
+            -1 if state is None else state.partition_epoch,
+            () if state is None else state.isr,
+        )
+        _send(ctx, src, response)
 
 
 def _send(ctx: Context, dst: Any, msg: Any) -> None:

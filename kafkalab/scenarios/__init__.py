@@ -19,7 +19,13 @@ import yaml
 from kafkalab.config import make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
 from kafkalab.protocol.rules import Rules
-from kafkalab.sim.cluster import Cluster
+from kafkalab.sim.cluster import (
+    ALTER_PARTITION_ANSWERS,
+    ALTER_PARTITION_ERRORS,
+    DYNAMIC_BROKER_KEYS,
+    TOPIC_KEYS,
+    Cluster,
+)
 
 __all__ = [
     "EXPECT_KEYS",
@@ -95,6 +101,9 @@ STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "throttle": (None, ()),
     "partition": (None, ()),
     "heal": (None, ()),
+    "set": (None, ()),
+    "delete_records": ("offset", ("offset", "partition")),
+    "alter_partition": ("answer", ("answer", "partition", "delay_ms", "error")),
     "check": (None, ()),
 }
 
@@ -130,9 +139,18 @@ EXPECT_KEYS = (
     "txn_errors",
     "txn_states",
     "lso",
+    "consumer_errors",
+    "rejected_requests",
+    "fenced_markers",
+    "producers",
+    "hw_checkpoint",
+    "log_start_offset",
+    "pending_isr",
+    "maximal_isr",
 )
-_BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache")
-_AS_SETS = ("isr", "running", "acked", "lost_acked")
+_BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache", "hw_checkpoint", "log_start_offset")
+_AS_SETS = ("isr", "running", "acked", "lost_acked", "maximal_isr")
+_AS_ENTRY_SETS = ("rejected_requests", "fenced_markers")
 
 
 @dataclass(frozen=True)
@@ -323,7 +341,7 @@ def _step(index: int, raw: Any, origin: str, brokers: int) -> Step:
         )
     args = _step_args(kind, arg, where)
     for key in ("follower", "broker"):
-        if key in args:
+        if args.get(key) is not None:
             b = args[key]
             if kind in ("crash", "restart") and isinstance(b, str):
                 continue  # a KRaft controller node or a client, checked by the cluster
@@ -370,6 +388,8 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         return {"groups": arg}
     if kind == "check":
         return {"expect": _expect(arg or {}, f"{where} (check)")}
+    if kind == "set":
+        return _set_args(arg, where)
     if isinstance(arg, dict):
         for key in arg:
             if key not in allowed:
@@ -394,7 +414,57 @@ def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
         )
     if kind == "advance":
         _int(args.get("ms"), f"{where} (advance): ms", 0)
+    if kind == "delete_records":
+        _int(args.get("offset"), f"{where} (delete_records): offset", -1)
+    if kind == "alter_partition":
+        _alter_partition_args(args, where)
     return args
+
+
+def _set_args(arg: Any, where: str) -> dict[str, Any]:
+    """``set: {unclean.leader.election.enable: true}``, optionally with ``broker: N`` or
+    ``topic: NAME``: keys must be settings a running cluster can change."""
+    if not isinstance(arg, dict) or not arg:
+        raise ScenarioError(
+            f"{where} (set): give settings, like {{unclean.leader.election.enable: true}} "
+            "(optionally with broker: N or topic: NAME)"
+        )
+    settings = dict(arg)
+    broker, topic = settings.pop("broker", None), settings.pop("topic", None)
+    if broker is not None and topic is not None:
+        raise ScenarioError(f"{where} (set): give a broker or a topic, not both")
+    allowed = TOPIC_KEYS if topic is not None else DYNAMIC_BROKER_KEYS
+    try:
+        normalized = {normalize_key(k): v for k, v in settings.items()}
+        if not normalized:
+            raise ScenarioError(f"{where} (set): name at least one setting")
+        for key in normalized:
+            if key not in allowed:
+                names = ", ".join(k.replace("_", ".") for k in allowed)
+                scope = "a topic" if topic is not None else "a running cluster"
+                raise ScenarioError(
+                    f"{where} (set): {key.replace('_', '.')} cannot be changed for {scope}: "
+                    f"use one of {names}"
+                )
+        make_config(normalized)
+    except ConfigError as err:
+        raise ScenarioError(f"{where} (set): {err}") from None
+    return {"settings": normalized, "broker": broker, "topic": topic}
+
+
+def _alter_partition_args(args: dict[str, Any], where: str) -> None:
+    if args.get("answer") not in ALTER_PARTITION_ANSWERS:
+        raise ScenarioError(
+            f"{where} (alter_partition): answer={args.get('answer')!r} is not allowed: use "
+            f"{', '.join(ALTER_PARTITION_ANSWERS)}"
+        )
+    if "error" in args and args["error"] not in ALTER_PARTITION_ERRORS:
+        raise ScenarioError(
+            f"{where} (alter_partition): error={args['error']!r} is not allowed: use "
+            f"{', '.join(ALTER_PARTITION_ERRORS)}"
+        )
+    if "delay_ms" in args:
+        _int(args["delay_ms"], f"{where} (alter_partition): delay_ms", 0)
 
 
 def _expect(raw: Any, where: str) -> dict[str, Any]:
@@ -538,6 +608,17 @@ def apply_step(cluster: Cluster, step: Step) -> list[str]:
             cluster.throttle(a["a"], a["b"], a["mb_per_s"])
         elif step.kind == "partition":
             cluster.partition(a["groups"])
+        elif step.kind == "set":
+            cluster.set_config(a["settings"], broker=a["broker"], topic=a["topic"])
+        elif step.kind == "delete_records":
+            cluster.delete_records(a["offset"], partition=a.get("partition"))
+        elif step.kind == "alter_partition":
+            cluster.alter_partition(
+                a["answer"],
+                partition=a.get("partition"),
+                delay_ms=a.get("delay_ms", 1000),
+                error=a.get("error", "INVALID_UPDATE_VERSION"),
+            )
         else:
             cluster.heal()
     except (ActionError, ConfigError) as err:
@@ -631,6 +712,20 @@ def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
                 out.append(f"errors: expected {want!r}, got {got!r}")
         elif key == "partitions":
             out += _check_partitions(want or {}, got)
+        elif key in _AS_ENTRY_SETS:
+            out += _check_entries(key, want, got)
+        elif key == "producers":
+            for name, keys in (want or {}).items():
+                g = got.get(str(name))
+                for k, w in (keys or {}).items():
+                    if g is None or g.get(k) != w:
+                        out.append(
+                            f"producers[{name}].{k}: expected {w!r}, got "
+                            f"{None if g is None else g.get(k)!r}"
+                        )
+        elif key == "pending_isr":
+            if (want is None) != (got is None) or sorted(want or []) != sorted(got or []):
+                out.append(f"pending_isr: expected {want!r}, got {got!r}")
         elif key in ("hw_regressions", "two_leaders"):
             count = len(got)
             if (isinstance(want, bool) and want != bool(count)) or (
@@ -640,6 +735,20 @@ def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
         elif want != got:
             out.append(f"{key}: expected {want!r}, got {got!r}")
     return out
+
+
+def _check_entries(key: str, want: Any, got: list[dict[str, Any]]) -> list[str]:
+    """A list of entries in any order (each given key must match), or how many there are."""
+    if isinstance(want, int) and not isinstance(want, bool):
+        return [] if want == len(got) else [f"{key}: expected {want} entries, got {got!r}"]
+    wanted = [dict(w) for w in (want or [])]
+    left = list(got)
+    for w in wanted:
+        match = next((g for g in left if all(str(g.get(k)) == str(v) for k, v in w.items())), None)
+        if match is None:
+            return [f"{key}: expected {want!r}, got {got!r}"]
+        left.remove(match)
+    return [f"{key}: expected {want!r}, got {got!r}"] if left else []
 
 
 def _check_partitions(want: Mapping[str, Any], got: Mapping[str, Any]) -> list[str]:
@@ -652,14 +761,14 @@ def _check_partitions(want: Mapping[str, Any], got: Mapping[str, Any]) -> list[s
             continue
         for key, w in (keys or {}).items():
             g = actual.get(key)
-            if key in ("hw", "leo", "logs"):
+            if key in ("hw", "leo", "logs", "hw_checkpoint", "log_start_offset"):
                 for b, wb in (w or {}).items():
                     if g.get(int(b)) != wb:
                         out.append(
                             f"partitions[{tp}].{key}[{b}]: expected {wb!r}, got {g.get(int(b))!r}"
                         )
-            elif key == "isr":
-                if sorted(w or []) != sorted(g):
+            elif key in ("isr", "maximal_isr", "pending_isr"):
+                if (w is None) != (g is None) or sorted(w or []) != sorted(g or []):
                     out.append(f"partitions[{tp}].isr: expected {w!r}, got {g!r}")
             elif w != g:
                 out.append(f"partitions[{tp}].{key}: expected {w!r}, got {g!r}")

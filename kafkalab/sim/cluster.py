@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.check.invariants import InvariantMonitor, Report, build_report
-from kafkalab.config import Config, check_min_isr, make_config
+from kafkalab.config import Config, check_min_isr, make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, did_you_mean
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.assignment import assign_replicas
-from kafkalab.protocol.broker import Broker, FetchNow, Stop
+from kafkalab.protocol.broker import Broker, FetchNow, Reconfigure, Stop
 from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings, TxnCommand
 from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.controller import (
@@ -45,6 +45,24 @@ MODES = ("stepped", "timed")
 MAX_BROKERS = 64
 CLIENT_HOST = "client"
 CONTROLLER_NODES = ("c1", "c2", "c3")  # the KRaft controller quorum
+ACTIVE_CONTROLLER = "active"  # a step's name for whichever KRaft controller node is active
+# Settings a running cluster can change (IncrementalAlterConfigs, KIP-339; dynamic broker
+# configs, KIP-226, 1.1), cluster-wide or for one broker, and the topic-level ones.
+DYNAMIC_BROKER_KEYS = (
+    "unclean_leader_election_enable",
+    "min_insync_replicas",
+    "transaction_partition_verification_enable",
+)
+TOPIC_KEYS = ("unclean_leader_election_enable", "min_insync_replicas")
+ALTER_PARTITION_ANSWERS = ("delayed", "lost", "refused")
+ALTER_PARTITION_ERRORS = (
+    msgs.INVALID_UPDATE_VERSION,
+    msgs.FENCED_LEADER_EPOCH,
+    msgs.INELIGIBLE_REPLICA,
+    msgs.NOT_CONTROLLER,
+    "NEW_LEADER_ELECTED",
+    "UNKNOWN_TOPIC_OR_PARTITION",
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,7 @@ class ReplicaView:
     flushed: int
     epoch_cache: tuple[tuple[int, int], ...]  # (epoch, start offset)
     isr: tuple[int, ...]  # the ISR as this replica knows it (meaningful on the leader)
+    log_start_offset: int = 0  # the first offset readers may fetch (DeleteRecords, KIP-107)
 
     @property
     def values(self) -> list[str]:
@@ -110,6 +129,10 @@ class Cluster:
         ):
             raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
         self.config = config if isinstance(config, Config) else make_config(config or {})
+        self._static_config = self.config  # what the brokers started with
+        self._dynamic: dict[str, Any] = {}  # cluster-wide dynamic settings
+        self._broker_dynamic: dict[int, dict[str, Any]] = {}  # per-broker dynamic settings
+        self._topic_overrides: dict[str, Any] = {}  # topic-level settings
         if rules is not None and not isinstance(rules, Rules):
             raise ConfigError(
                 f"rules={rules!r} is not allowed: use kafkalab.Rules(...) or None for Kafka's"
@@ -302,7 +325,7 @@ class Cluster:
         nodes = CONTROLLER_NODES if self.kraft else ()
         broker = Broker(
             b,
-            self.config,
+            self._broker_config(b),
             disks,
             auto_fetch=self.mode == "timed" or self.replication == "auto",
             controller_nodes=nodes,
@@ -448,7 +471,10 @@ class Cluster:
         values = _client_settings("producer", ProducerSettings, settings)
         if "acks" in values:
             values["acks"] = self._acks(values["acks"])
-        values.setdefault("enable_idempotence", self.config.enable_idempotence)
+        if "enable_idempotence" not in values:
+            values["enable_idempotence"] = self.config.enable_idempotence and _idempotence_fits(
+                values
+            )
         values.setdefault("request_timeout_ms", self.config.request_timeout_ms)
         txn_id = values.get("transactional_id")
         if txn_id:
@@ -699,7 +725,10 @@ class Cluster:
     def crash(self, broker: int, *, lose_unflushed: bool = False) -> None:
         """Stop a broker. A process crash keeps the page cache; a power loss
         (``lose_unflushed``) keeps only what was flushed to disk. In KRaft mode a controller
-        node ("c1", "c2", "c3") can crash too; it keeps its quorum state and metadata log."""
+        node ("c1", "c2", "c3", or "active": whichever is active now) can crash too; it keeps
+        its quorum state and metadata log."""
+        if broker == ACTIVE_CONTROLLER:
+            broker = self._active_name()  # type: ignore[assignment]
         if self.kraft and broker in CONTROLLER_NODES:
             self._crash_controller_node(str(broker))
             return
@@ -732,6 +761,12 @@ class Cluster:
 
     def restart(self, broker: int) -> None:
         """Start a stopped broker (or KRaft controller node) again from what its disk holds."""
+        if broker == ACTIVE_CONTROLLER:
+            stopped = ", ".join(self._stopped_nodes) or "none"
+            raise ActionError(
+                f"restart names the node to start, not {ACTIVE_CONTROLLER!r}: stopped controller "
+                f"nodes are {stopped}"
+            )
         if self.kraft and broker in CONTROLLER_NODES:
             self._restart_controller_node(str(broker))
             return
@@ -838,6 +873,144 @@ class Cluster:
         self._step("advance", ms=ms)
         self.sim.run_until(self.sim.now + ms)
 
+    # ---- settings, record deletion, ISR changes --------------------------------------------
+
+    def _broker_config(self, broker: int | None) -> Config:
+        """The settings a broker applies (``None``: the cluster-wide ones): static, then the
+        cluster-wide dynamic ones, then its own, then the topic's, which win (LogConfig)."""
+        own = self._broker_dynamic.get(broker, {}) if broker is not None else {}
+        layered = {**self._dynamic, **own, **self._topic_overrides}
+        return self._static_config.replace(**layered) if layered else self._static_config
+
+    def set_config(
+        self, settings: Mapping[str, Any], *, broker: int | None = None, topic: str | None = None
+    ) -> None:
+        """Change settings while the cluster runs, as IncrementalAlterConfigs does (KIP-339):
+        cluster-wide, for one ``broker`` (dynamic broker configs, KIP-226, 1.1), or for a
+        ``topic`` (a topic-level setting beats the brokers'). Brokers apply the new settings
+        at once; the controller also elects a leader for any leaderless partition the new
+        settings allow (unclean.leader.election.enable turned on: KAFKA-6835, 2.1)."""
+        if broker is not None and topic is not None:
+            raise ActionError("set takes a broker or a topic, not both")
+        if not isinstance(settings, Mapping) or not settings:
+            raise ActionError("set needs at least one setting, like {min.insync.replicas: 2}")
+        allowed = TOPIC_KEYS if topic is not None else DYNAMIC_BROKER_KEYS
+        changes = {normalize_key(k): v for k, v in settings.items()}
+        for key in changes:
+            if key not in allowed:
+                what = "a topic" if topic is not None else "a running cluster"
+                names = ", ".join(k.replace("_", ".") for k in allowed)
+                raise ActionError(
+                    f"{key.replace('_', '.')} cannot be changed for {what}: use one of {names}"
+                )
+        if topic is not None and topic != self.topic:
+            raise ActionError(f"topic {topic!r} does not exist: the topic is {self.topic!r}")
+        if broker is not None:
+            self._check_broker(broker)
+        saved = (dict(self._dynamic), dict(self._topic_overrides), dict(self._broker_dynamic))
+        target = (
+            self._topic_overrides
+            if topic is not None
+            else self._dynamic
+            if broker is None
+            else self._broker_dynamic.setdefault(broker, {})
+        )
+        target.update(changes)
+        try:
+            configs = {b: self._broker_config(b) for b in self.broker_ids}
+            cluster_config = self._broker_config(None)
+            for tp, replicas in self.assignment.items():
+                if not tp.startswith("__"):
+                    check_min_isr(cluster_config, len(replicas))
+        except ConfigError:
+            self._dynamic, self._topic_overrides, self._broker_dynamic = saved
+            raise
+        self.config = cluster_config
+        scope = {"topic": topic} if topic is not None else {"broker": broker} if broker else {}
+        self._step("set", settings=dict(changes), **scope)
+        self.sim.record("config_change", "cluster", {"settings": dict(changes), **scope})
+        for b in self.running():
+            self.sim.command(b, Reconfigure(configs[b]))
+        self._reconfigure_controllers(configs)
+        self._settle()
+
+    def _reconfigure_controllers(self, configs: Mapping[int, Config]) -> None:
+        """Every controller applies the cluster's settings (in the ZooKeeper era the elected
+        broker's own); the active one then retries elections."""
+        if self.kraft:
+            for node in CONTROLLER_NODES:
+                actor = self.sim.actors.get(node)
+                if actor is not None:
+                    actor.config = self.config
+            active = self._active_node()
+            if active is not None:
+                self.sim.send(CLIENT_HOST, active.id, msgs.ReconfigureRequest(self.config))
+            return
+        target = self.controller
+        if target is None:
+            return
+        config = configs[target] if isinstance(target, int) else self.config
+        self.sim.send(CLIENT_HOST, target, msgs.ReconfigureRequest(config))
+
+    def delete_records(self, offset: int, *, partition: int | str | None = None) -> None:
+        """DeleteRecords (KIP-107, 0.11): the partition's leader moves its log start offset to
+        ``offset`` (-1: its HW; above the HW is refused with OFFSET_OUT_OF_RANGE). Readers no
+        longer get the records below it; followers move theirs on their next fetch."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < -1:
+            raise ActionError(
+                f"offset={offset!r} is not allowed: use a whole number >= 0, or -1 for the HW"
+            )
+        tp = self._tp(partition)
+        leader = self.partition_states()[tp].leader
+        if leader is None:
+            raise ActionError(f"{tp} has no leader: there is nobody to delete records")
+        self._step("delete_records", partition=tp, offset=offset)
+        self.sim.send("producer", leader, msgs.DeleteRecordsRequest(tp, offset))
+        self._settle()
+
+    def alter_partition(
+        self,
+        answer: str,
+        *,
+        partition: int | str | None = None,
+        delay_ms: int = 1000,
+        error: str = msgs.INVALID_UPDATE_VERSION,
+    ) -> None:
+        """What becomes of the next AlterPartition (ISR change) the partition's leader sends:
+        ``delayed`` reaches the controller ``delay_ms`` later (the change stays in flight until
+        time passes), ``lost`` never arrives (the leader gives up after request.timeout.ms),
+        ``refused``: the controller applies nothing and answers ``error``."""
+        if answer not in ALTER_PARTITION_ANSWERS:
+            raise ActionError(
+                f"answer={answer!r} is not allowed: use {', '.join(ALTER_PARTITION_ANSWERS)}"
+            )
+        if error not in ALTER_PARTITION_ERRORS:
+            raise ActionError(
+                f"error={error!r} is not allowed: use {', '.join(ALTER_PARTITION_ERRORS)}"
+            )
+        if isinstance(delay_ms, bool) or not isinstance(delay_ms, int) or delay_ms < 0:
+            raise ActionError(f"delay_ms={delay_ms!r} is not allowed: use a whole number >= 0")
+        tp = self._tp(partition)
+        leader = self.partition_states()[tp].leader
+        if leader is None or leader not in self.sim.actors:
+            raise ActionError(f"{tp} has no running leader to send an AlterPartition")
+        target = self.sim.actors[leader].controller_address
+        self._step("alter_partition", partition=tp, answer=answer)
+        reply = None
+        if answer == "refused":
+
+            def reply(req: Any) -> Any:
+                return msgs.AlterIsrResponse(req.tp, error, -1, -1, ())
+
+        self.sim.add_rule(
+            leader,
+            target,
+            (msgs.AlterIsr,),
+            delay_ms if answer == "delayed" else None,
+            match=lambda req: req.tp == tp,
+            reply=reply,
+        )
+
     def _hosts(self, node: Any) -> list[Any]:
         """The hosts a node name stands for: in KRaft mode "zk" names the controller quorum,
         so scenarios about losing ZooKeeper ask what losing the controllers does."""
@@ -845,7 +1018,21 @@ class Cluster:
             return list(CONTROLLER_NODES)
         return [self._node(node)]
 
+    def _active_name(self) -> str:
+        """The node "active" names: the active KRaft controller right now."""
+        if not self.kraft:
+            raise ActionError(
+                f"{ACTIVE_CONTROLLER!r} names the active KRaft controller node, and this cluster "
+                f"has controller_mode {self.config.controller_mode}: name a broker id (or zk)"
+            )
+        active = self._active_node()
+        if active is None:
+            raise ActionError("no KRaft controller node is active right now")
+        return str(active.id)
+
     def _node(self, node: Any) -> Any:
+        if node == ACTIVE_CONTROLLER:
+            return self._active_name()
         if self.kraft and node in CONTROLLER_NODES:
             return node
         if node in ("zk", "controller") and not self.kraft:
@@ -1085,6 +1272,7 @@ class Cluster:
             flushed=log.flushed,
             epoch_cache=tuple(log.epochs),
             isr=tuple(isr),
+            log_start_offset=log.log_start_offset,
         )
 
     def replicas_view(self, partition: int | str | None = None) -> dict[int, ReplicaView]:
@@ -1105,7 +1293,50 @@ class Cluster:
             "hw": {b: v.hw for b, v in views.items()},
             "leo": {b: v.leo for b, v in views.items()},
             "logs": {b: v.values for b, v in views.items()},
+            "hw_checkpoint": {b: v.hw_checkpoint for b, v in views.items()},
+            "log_start_offset": {b: v.log_start_offset for b, v in views.items()},
+            **self._isr_in_flight(tp, st),
         }
+
+    def _isr_in_flight(self, tp: str, st: PartitionState) -> dict[str, Any]:
+        """The leader's AlterPartition still in flight (KIP-497): the ISR it proposed, or None,
+        and its maximal ISR, which the HW waits for (the ISR plus any member being added)."""
+        actor = self.sim.actors.get(st.leader)
+        r = actor.partitions.get(tp) if actor is not None else None
+        if r is None or r.role != "leader" or not r.alter_isr_pending:
+            return {"pending_isr": None, "maximal_isr": list(st.isr)}
+        proposed = next(
+            (
+                e.data["isr"]
+                for e in reversed(self.trace.events)
+                if e.kind == "alter_isr" and e.data["tp"] == tp and e.data["broker"] == st.leader
+            ),
+            None,
+        )
+        return {"pending_isr": proposed, "maximal_isr": list(r.maximal_isr or r.isr)}
+
+    def producers(self) -> dict[str, dict[str, int]]:
+        """The producer id and epoch of each named producer (-1 before it has one): what its
+        client holds, or for a crashed one what it last learned."""
+        out: dict[str, dict[str, int]] = {}
+        for e in self.trace.events:
+            if e.kind in ("producer_id", "producer_epoch_bump"):
+                out[e.data["producer"]] = {
+                    "producer_id": e.data["producer_id"],
+                    "producer_epoch": e.data["producer_epoch"],
+                }
+        for name, (kind, _) in self._clients.items():
+            actor = self.sim.actors.get(name)
+            if kind != "producer":
+                continue
+            if actor is not None:
+                out[name] = {
+                    "producer_id": actor.producer_id,
+                    "producer_epoch": actor.producer_epoch,
+                }
+            else:
+                out.setdefault(name, {"producer_id": -1, "producer_epoch": -1})
+        return {name: out[name] for name in sorted(out)}
 
     def report(self) -> Report:
         """The end-of-run report: acknowledged records lost, divergence, HW regressions, two
@@ -1131,6 +1362,10 @@ class Cluster:
             "leo": {b: v.leo for b, v in views.items()},
             "logs": {b: v.values for b, v in views.items()},
             "epoch_cache": {b: [list(e) for e in v.epoch_cache] for b, v in views.items()},
+            "hw_checkpoint": {b: v.hw_checkpoint for b, v in views.items()},
+            "log_start_offset": {b: v.log_start_offset for b, v in views.items()},
+            **self._isr_in_flight(self.tp, states[self.tp]),
+            "producers": self.producers(),
             "txn_states": self.txn_states(),
             "lso": self.lso(),
             **report.as_dict(),
@@ -1155,6 +1390,16 @@ class Cluster:
             r = actor.partitions[tp]
             out[tp] = r.producers.last_stable_offset(r.log.hw)
         return out
+
+
+def _idempotence_fits(values: Mapping[str, Any]) -> bool:
+    """ProducerConfig.postProcessAndValidateIdempotenceConfigs (since 3.0.1/3.2.0,
+    KAFKA-13598): idempotence on by default only where the other settings allow it; asked for
+    explicitly against them, it is an error."""
+    acks = values.get("acks", -1)
+    retries = values.get("retries", 1)
+    in_flight = values.get("max_in_flight_requests_per_connection", 5)
+    return acks == -1 and retries != 0 and in_flight <= 5
 
 
 def _client_settings(

@@ -151,9 +151,20 @@ class Simulation:
         self._held.setdefault(key, []).append((src, dst, msg, inc))
         self.record("hold", src, {"dst": dst, "msg": msg})
 
-    def add_rule(self, src: Any, dst: Any, types: Iterable[type], delay_ms: int | None) -> None:
-        """The next message of one of ``types`` from src to dst is lost (delay None) or delayed."""
-        self._rules.append([src, dst, tuple(types), delay_ms])
+    def add_rule(
+        self,
+        src: Any,
+        dst: Any,
+        types: Iterable[type],
+        delay_ms: int | None,
+        *,
+        match: Callable[[Any], bool] | None = None,
+        reply: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """The next message of one of ``types`` from src to dst (for which ``match`` holds) is
+        lost (delay None) or delayed. With ``reply`` it does not arrive either: dst answers at
+        once with ``reply(message)`` instead (a refusal the test decides)."""
+        self._rules.append([src, dst, tuple(types), delay_ms, match, reply])
 
     def send(self, src: Any, dst: Any, msg: Any, hold: bool = False) -> None:
         if self.cut and not self.link_up(src, dst):
@@ -168,8 +179,17 @@ class Simulation:
             return
         if self._rules:
             for rule in self._rules:
-                if rule[0] == src and rule[1] == dst and isinstance(msg, rule[2]):
+                if (
+                    rule[0] == src
+                    and rule[1] == dst
+                    and isinstance(msg, rule[2])
+                    and (rule[4] is None or rule[4](msg))
+                ):
                     self._rules.remove(rule)
+                    if rule[5] is not None:
+                        self.record("drop", src, {"dst": dst, "msg": msg, "reason": "refused"})
+                        self.send(dst, src, rule[5](msg))
+                        return
                     if rule[3] is None:
                         self.record("drop", src, {"dst": dst, "msg": msg, "reason": "lost"})
                         return

@@ -63,6 +63,8 @@ EVENT_KINDS: dict[str, str] = {
     "duplicate": "a leader recognised an idempotent batch it already has (producer_id, first)",
     "produce_rejected": "a leader refused an idempotent batch (error, producer_id, sequence)",
     "produce_retry": "a producer client will send a batch again (error, attempt)",
+    "marker_rejected": "a leader refused a transaction marker (error: a stale producer or "
+    "coordinator epoch)",
     "alter_isr_failed": "the controller refused a leader's ISR change (error)",
     "producer_epoch_bump": (
         "an idempotent producer bumped its epoch after a sequence gap (KIP-360)"

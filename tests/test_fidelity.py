@@ -1,0 +1,465 @@
+"""Regression tests for rules where the simulator once disagreed with Kafka's code.
+
+Each test names the Kafka function it checks against (apache/kafka; docs/sources.md has the
+commit and first release of every rule) and, where a switch keeps the older behaviour, runs the
+rule with that switch on and off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafkalab import Cluster, Rules, make_config, scenarios
+from kafkalab.config import Config
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.broker import NEVER_MS, Broker
+from kafkalab.protocol.controller import PartitionState, ZooKeeper
+from kafkalab.protocol.kraft import ElectionRules, PartitionRegistration, partition_change
+from kafkalab.protocol.log import UNDEFINED_OFFSET, Disk, Record
+from kafkalab.protocol.producer_state import ProducerStateManager
+from kafkalab.protocol.rules import sequence_verdict
+
+TP = "demo-0"
+T0 = 100_000
+
+
+def deliver(b: Any, msg: Any, *, src: Any = "controller", now: int = T0) -> Context:
+    ctx = Context(now, getattr(b, "id", "zk"))
+    b.handle(ctx, src, msg)
+    return ctx
+
+
+def sent(ctx: Context, kind: type) -> list[Any]:
+    return [msg for _, msg, *_ in ctx.sends if isinstance(msg, kind)]
+
+
+def events(ctx: Context, kind: str) -> list[dict[str, Any]]:
+    return [data for k, data in ctx.events if k == kind]
+
+
+def leader(
+    config: Config,
+    *,
+    isr: tuple[int, ...] = (1, 2),
+    replicas: tuple[int, ...] = (1, 2, 3),
+    metadata: m.UpdateMetadata | None = None,
+    disk: Disk | None = None,
+) -> Broker:
+    b = Broker(1, config, {TP: disk or Disk()}, auto_fetch=False)
+    deliver(b, metadata or m.UpdateMetadata(1, replicas))
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, isr, 0, replicas))
+    return b
+
+
+def produce(b: Broker, value: str, now: int = T0) -> None:
+    deliver(b, m.ProduceRequest(TP, 1, (value,), 1, 30000), src="p", now=now)
+
+
+def fetch(b: Broker, follower: int, offset: int, now: int = T0, epoch: int = -1) -> Context:
+    req = m.FetchRequest(TP, follower, offset, None, 0, 7, 1048576, epoch)
+    return deliver(b, req, src=follower, now=now)
+
+
+# ---- fetch: the purgatory and the order of read and update ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("read_first", "wait_ms", "follower_hw"),
+    [(True, None, 1), (True, 0, 0), (False, 0, 1)],
+    ids=["parked: DelayedFetch re-reads", "answered at once", "0.8.0: update, then read"],
+)
+def test_a_fetch_at_the_leo_carries_the_hw_it_raised_unless_answered_at_once(
+    read_first: bool, wait_ms: int | None, follower_hw: int
+) -> None:
+    """ReplicaManager.fetchMessages and DelayedFetch.onComplete; KAFKA-1430 (0.8.2)."""
+    c = Cluster(brokers=2, leader=2, config={"hw_read_before_fetch_update": read_first})
+    c.produce("m1")
+    c.fetch(1)
+    c.fetch(1, max_wait_ms=wait_ms)
+    assert (c.replica(2).hw, c.replica(1).hw) == (1, follower_hw)
+
+
+def test_a_fetch_with_new_records_is_answered_at_once_with_the_older_hw() -> None:
+    c = Cluster(brokers=2, leader=2)
+    c.produce("m1")
+    c.fetch(1)
+    c.produce("m2", acks=1)
+    c.fetch(1)  # brings m2: answered at once, with the HW from before this fetch
+    assert (c.replica(2).hw, c.replica(1).hw) == (1, 0)
+
+
+def test_a_negative_max_wait_is_refused_with_what_is_allowed() -> None:
+    c = Cluster(brokers=2, leader=2)
+    with pytest.raises(Exception, match=r"max_wait_ms=-1 is not allowed: use a whole number"):
+        c.fetch(1, max_wait_ms=-1)
+
+
+# ---- the leader's HW: which followers it waits for ---------------------------------------------
+
+
+def _kraft_leader(kafka_15021: bool, *, shutting_down: tuple[int, ...], epoch3: int) -> Broker:
+    config = make_config({"controller_mode": "kraft", "kafka_15021": kafka_15021})
+    metadata = m.UpdateMetadata(
+        1, (1, 2, 3), shutting_down=shutting_down, live_broker_epochs=((1, 5), (2, 5), (3, 5))
+    )
+    b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
+    b.session = 5
+    deliver(b, metadata)
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
+    produce(b, "m1")
+    fetch(b, 3, 0, epoch=epoch3)
+    fetch(b, 3, 1, epoch=epoch3)  # broker 3 reaches the LEO: caught up, outside the ISR
+    produce(b, "m2")
+    fetch(b, 2, 0)
+    fetch(b, 2, 2)  # the ISR holds m1 and m2; broker 3 has only m1
+    return b
+
+
+@pytest.mark.parametrize(
+    ("shutting_down", "epoch3", "eligible"),
+    [((), 5, True), ((3,), 5, False), ((), 4, False), ((), -1, True)],
+    ids=["eligible", "shutting down", "stale broker epoch", "no epoch sent"],
+)
+def test_a_caught_up_follower_outside_the_isr_holds_the_hw_only_if_eligible(
+    shutting_down: tuple[int, ...], epoch3: int, eligible: bool
+) -> None:
+    """Partition.maybeIncrementLeaderHW with isReplicaIsrEligible (KAFKA-15021, 3.6)."""
+    b = _kraft_leader(True, shutting_down=shutting_down, epoch3=epoch3)
+    assert b.partitions[TP].log.hw == (1 if eligible else 2)
+    old = _kraft_leader(False, shutting_down=shutting_down, epoch3=epoch3)
+    assert old.partitions[TP].log.hw == 1, "before 3.6 every caught-up follower held it back"
+
+
+@pytest.mark.parametrize(("includes", "hw"), [(True, 1), (False, 2)])
+def test_before_kafka_4485_a_follower_outside_the_isr_never_holds_the_hw(
+    includes: bool, hw: int
+) -> None:
+    """Broker 3 is not live, so it cannot join the ISR; before 3.6 nothing checked that."""
+    config = make_config({"hw_includes_caught_up_followers": includes, "kafka_15021": False})
+    b = leader(config, metadata=m.UpdateMetadata(1, (1, 2)))
+    produce(b, "m1")
+    fetch(b, 3, 0)
+    fetch(b, 3, 1)
+    produce(b, "m2")
+    fetch(b, 2, 0)
+    fetch(b, 2, 2)
+    assert b.partitions[TP].log.hw == hw
+
+
+def test_every_new_leader_epoch_resets_the_view_of_each_follower() -> None:
+    """Partition.makeLeader -> Replica.resetReplicaState, on a new epoch of the same leader."""
+    b = leader(make_config(), isr=(1, 2, 3))
+    produce(b, "m1")
+    fetch(b, 2, 1, now=T0 + 10)
+    fetch(b, 3, 1, now=T0 + 10)
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 1, (1, 2), 1, (1, 2, 3)), now=T0 + 500)
+    remotes = b.partitions[TP].remotes
+    assert remotes[2].last_caught_up_ms == T0 + 500, "in the new ISR: a fresh lag window"
+    assert remotes[3].last_caught_up_ms == NEVER_MS, "outside it: never caught up"
+    assert remotes[3].leo == 1, "a re-elected leader keeps what it knows of the LEOs"
+
+
+# ---- the ISR rules by release -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("preset", "period"), [("0.8", 10000), ("0.9", 10000), ("0.10", 5000)])
+def test_the_isr_check_runs_every_lag_time_before_0_10_2_and_every_half_since(
+    preset: str, period: int
+) -> None:
+    """ReplicaManager.startup's "isr-expiration" task (KAFKA-4485)."""
+    b = Broker(1, make_config({"preset": preset}), {TP: Disk()}, auto_fetch=False)
+    ctx = Context(0, 1)
+    b.start(ctx)
+    assert (period, "isr_expiration", None) in ctx.timers
+
+
+def _slow_follower(config: Config) -> list[int]:
+    """Follower 2 fetches every second but makes no progress (a slow disk); 3 stops."""
+    b = leader(config, isr=(1, 2, 3))
+    for second in range(12):
+        now = T0 + second * 1000
+        produce(b, f"m{second}", now=now)
+        fetch(b, 2, 0, now=now)
+    ctx = Context(T0 + 11_500, 1)
+    b.on_timer(ctx, "isr_expiration", None)
+    (alter,) = sent(ctx, m.AlterIsr)
+    return list(alter.isr)
+
+
+def test_before_0_9_the_lag_time_counted_from_the_last_fetch() -> None:
+    """Partition.getOutOfSyncReplicas (0.8: "stuck" = no fetch for the lag time) against
+    Replica.isCaughtUp (0.9, KAFKA-1546: not caught up with the leader for the lag time)."""
+    legacy = make_config({"replica.lag.time.max.ms": 10000, "lag_time_from_caught_up": False})
+    assert _slow_follower(legacy) == [1, 2], "fetching keeps it in, however far behind"
+    modern = make_config({"replica.lag.time.max.ms": 10000})
+    assert _slow_follower(modern) == [1], "it never reaches the leader's LEO: out"
+
+
+def test_the_message_count_rule_skips_a_follower_not_heard_from() -> None:
+    config = make_config({"preset": "0.8", "replica.lag.max.messages": 1})
+    b = leader(config, isr=(1, 2))
+    produce(b, "m1")
+    produce(b, "m2")
+    remote = b.partitions[TP].remotes[2]
+    assert remote.leo == -1
+    assert b._caught_up(b.partitions[TP], remote, T0)
+
+
+# ---- the controller -----------------------------------------------------------------------------
+
+
+def test_controller_failover_bumps_the_epoch_twice_since_kafka_3143() -> None:
+    """KafkaController.onControllerFailover: replicaStateMachine.startup, then
+    partitionStateMachine.startup (2.3.0)."""
+
+    def run(offline_first: bool) -> list[tuple[str, int]]:
+        c = Cluster(
+            brokers=3,
+            config={
+                "controller_mode": "zk",
+                "controller_failover_offlines_replicas": offline_first,
+            },
+        )
+        c.crash(1)
+        c.advance(18000)
+        states = c.trace.of_kind("partition_state")
+        return [(e.data["reason"], e.data["leader_epoch"]) for e in states if e.time_ms > 0]
+
+    assert run(True) == [("controller_failover_offline_replicas", 1), ("controller_failover", 2)]
+    assert run(False) == [("controller_failover", 1)]
+
+
+def _zombie_write(fenced: bool) -> bool:
+    zk = ZooKeeper(make_config({"zk_writes_fenced_by_controller_epoch": fenced}), elected=True)
+    zk.controller_epoch = 2  # another controller won after the zombie (epoch 1) read the state
+    zk.controller = (2, 7)
+    zk.partitions[TP] = PartitionState((1, 2, 3), 1, 0, (1, 2, 3), 4)
+    state = PartitionState((1, 2, 3), 2, 1, (2, 3), 5)
+    write = m.ZkWrite(1, 1, ((TP, state),), ((TP, 4),))
+    ctx = deliver(zk, write, src=1)
+    (result,) = sent(ctx, m.ZkWriteResult)
+    return result.ok
+
+
+def test_a_zombie_controllers_write_is_refused_by_controller_epoch_since_2_1() -> None:
+    """KafkaZkClient's conditional multi-op on /controller_epoch (KAFKA-6082, 2.1)."""
+    assert not _zombie_write(True)
+    assert _zombie_write(False), "before 2.1 only the znode version was checked"
+
+
+def test_a_stale_controlled_shutdown_gets_stale_broker_epoch() -> None:
+    """KafkaController.doControlledShutdown checks the broker epoch (KIP-380, 2.2)."""
+    c = Cluster(brokers=3, config={"controller_mode": "zk"})
+    controller = c.sim.actors[c.controller].controller
+    ctx = Context(0, c.controller)
+    controller.handle(ctx, 2, m.ControlledShutdownRequest(2, 0))
+    controller._flush(ctx)
+    (resp,) = sent(ctx, m.ControlledShutdownResponse)
+    assert resp.error == m.STALE_BROKER_EPOCH
+
+
+def test_a_kraft_isr_shrink_bumps_the_leader_epoch_only_before_3_6() -> None:
+    """PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded (KAFKA-15021 removed the bump)."""
+    part = PartitionRegistration((1, 2, 3), 1, 4, (1, 2, 3))
+
+    def shrink(bump: bool) -> int:
+        rules = ElectionRules(bump_epoch_on_isr_shrink=bump)
+        return partition_change(part, target_isr=(1, 2), acceptable=bool, rules=rules).leader_epoch
+
+    assert (shrink(False), shrink(True)) == (4, 5)
+
+
+# ---- leader epochs ------------------------------------------------------------------------------
+
+
+def test_before_2_0_1_a_new_leader_records_its_epoch_with_its_first_append() -> None:
+    """Partition.makeLeader's epoch cache entry (KAFKA-7415)."""
+    disk = Disk((Record(0, "m0", 0),), 0, ((0, 0),))
+    old = leader(make_config({"leader_epoch_on_election": False}), disk=disk)
+    assert old.partitions[TP].log.epochs == [(0, 0)]
+    deliver(old, m.LeaderAndIsr(TP, 1, 1, 3, (1, 2), 1, (1, 2, 3)))
+    assert old.partitions[TP].log.epochs == [(0, 0)]
+    produce(old, "m1")
+    assert old.partitions[TP].log.epochs == [(0, 0), (3, 1)]
+    new = leader(make_config(), disk=disk)
+    deliver(new, m.LeaderAndIsr(TP, 1, 1, 3, (1, 2), 1, (1, 2, 3)))
+    assert new.partitions[TP].log.epochs == [(0, 0), (3, 1)]
+
+
+def test_before_2_0_1_an_epoch_older_than_the_cache_is_undefined() -> None:
+    disk = Disk((Record(0, "m0", 2),), 0, ((2, 0),))
+    for on_election, answer in ((False, UNDEFINED_OFFSET), (True, 0)):
+        b = leader(make_config({"leader_epoch_on_election": on_election}), disk=disk)
+        req = m.OffsetsForLeaderEpochRequest(TP, 2, 1, None, 9)
+        (resp,) = sent(deliver(b, req, src=2), m.OffsetsForLeaderEpochResponse)
+        assert resp.end_offset == answer
+
+
+@pytest.mark.parametrize(("halts", "running"), [(True, [1]), (False, [1, 2])])
+def test_a_follower_ahead_of_the_leader_halted_from_0_8_2_to_2_0_0(
+    halts: bool, running: list[int]
+) -> None:
+    """ReplicaFetcherThread.handleOffsetOutOfRange (KAFKA-1028; KAFKA-7414 removed the halt in
+    2.0.1): KIP-101's first scenario, where B comes back ahead of the new leader A."""
+    settings = {"unclean.leader.election.enable": False, "out_of_range_halts": halts}
+    result = scenarios.run(scenarios.get("kip101-loss"), settings)
+    assert result.cluster.running() == running
+
+
+# ---- idempotent and transactional producers ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kip360", "error"), [(True, None), (False, m.UNKNOWN_PRODUCER_ID)])
+def test_an_unknown_producer_may_start_at_any_sequence_since_2_5(
+    kip360: bool, error: str | None
+) -> None:
+    """ProducerAppendInfo.checkSequence (KIP-360)."""
+    b = leader(make_config({"kip360": kip360}))
+    req = m.ProduceRequest(TP, 1, ("x",), 1, 30000, 9, 0, 4)
+    ctx = deliver(b, req, src="p")
+    rejected = [e["error"] for e in events(ctx, "produce_rejected")]
+    assert rejected == ([] if error is None else [error])
+
+
+def test_sequence_numbers_wrap_around() -> None:
+    top = 2**31 - 1
+    assert sequence_verdict(0, [(top - 1, top)], 0, 0, 0) == "APPEND"
+    assert sequence_verdict(0, [(top - 1, top)], 0, 1, 1) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+def _gap_once() -> Any:
+    """A sequence rule that reports a gap for the first batch it sees."""
+    calls = []
+
+    def verdict(*args: Any) -> str:
+        calls.append(args)
+        return "OUT_OF_ORDER_SEQUENCE_NUMBER" if len(calls) == 1 else sequence_verdict(*args)
+
+    return verdict
+
+
+def test_a_real_gap_bumps_an_idempotent_producers_epoch() -> None:
+    """TransactionManager.canRetry: the next expected batch refused as out of order."""
+    c = Cluster(brokers=1, rules=Rules(sequence_verdict=_gap_once()))
+    c.producer("p")
+    c.produce("A", producer="p")
+    c.advance(1000)  # the retry waits retry.backoff.ms
+    bumps = c.trace.of_kind("producer_epoch_bump")
+    assert [b.data["producer_epoch"] for b in bumps] == [1]
+    assert c.report().acked == ["A"]
+
+
+def test_a_real_gap_fails_a_transactional_send() -> None:
+    c = Cluster(
+        brokers=3,
+        transactional_ids=["tx"],
+        replication="auto",
+        rules=Rules(sequence_verdict=_gap_once()),
+        config={"transaction.partition.verification.enable": False},
+    )
+    c.producer("p", transactional_id="tx")
+    c.begin("p")
+    c.produce("A", producer="p")
+    c.advance(1000)
+    c.commit("p")
+    assert c.report().errors == {"A": m.OUT_OF_ORDER_SEQUENCE_NUMBER}
+    assert c.trace.of_kind("producer_epoch_bump") == []
+
+
+def test_verification_asks_only_the_coordinator() -> None:
+    """AddPartitionsToTxnManager sends to the leader of the id's __transaction_state
+    partition (KIP-890 part 1)."""
+    c = Cluster(brokers=3, transactional_ids=["tx"], replication="auto")
+    c.producer("p", transactional_id="tx")
+    c.begin("p")
+    c.produce("a", producer="p")
+    checks = [
+        e
+        for e in c.trace.of_kind("send")
+        if type(e.data["msg"]).__name__ == "AddPartitionsToTxnRequest" and e.node != "p"
+    ]
+    assert len(checks) == 1
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_refused() -> None:
+    """ProducerAppendInfo.appendEndTxnMarker -> checkCoordinatorEpoch (KIP-98)."""
+    state = ProducerStateManager()
+    state.observe([Record(0, "COMMIT", 0, 9, 0, control="COMMIT", coordinator_epoch=3)])
+    assert state.check_marker(9, 0, 2) == m.TRANSACTION_COORDINATOR_FENCED
+    assert state.check_marker(9, 0, 3) is None
+    assert state.check_marker(9, -1, 3) == m.INVALID_PRODUCER_EPOCH
+
+
+def test_the_offsets_topic_uses_the_brokers_min_isr() -> None:
+    """GroupMetadataManager.offsetsTopicConfigs has no min ISR override; only
+    __transaction_state has transaction.state.log.min.isr = 2."""
+    c = Cluster(brokers=3, groups=["g"], transactional_ids=["tx"])
+    b = c.sim.actors[1]
+    by_topic = {tp.split("-")[0]: b._min_isr(r) for tp, r in b.partitions.items()}
+    assert by_topic == {"demo": 1, "__consumer_offsets": 1, "__transaction_state": 2}
+
+
+@pytest.mark.parametrize(("explicit", "ok"), [(False, True), (True, False)])
+def test_idempotence_defaults_off_where_the_settings_forbid_it(explicit: bool, ok: bool) -> None:
+    """ProducerConfig.postProcessAndValidateIdempotenceConfigs (KAFKA-13598)."""
+    c = Cluster(brokers=1)
+    settings: dict[str, Any] = {"acks": 1}
+    if explicit:
+        settings["enable.idempotence"] = True
+    if ok:
+        c.producer("p", **settings)
+        c.produce("a", producer="p")
+        assert c.report().acked == ["a"]
+    else:
+        with pytest.raises(Exception, match="enable.idempotence=true needs acks=all"):
+            c.producer("p", **settings)
+
+
+@pytest.mark.parametrize(("on", "answered"), [(True, True), (False, False)])
+def test_from_2_4_to_2_5_a_waiting_follower_fetch_completes_when_the_hw_moves(
+    on: bool, answered: bool
+) -> None:
+    """ReplicaManager followerNeedsHwUpdate and DelayedFetch case H (KAFKA-8443, 2.4; removed
+    by KAFKA-9731 in 2.6)."""
+    config = make_config({"follower_fetch_completes_on_hw_change": on})
+    b = Broker(1, config, {TP: Disk()}, auto_fetch=True)
+    deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3)))
+    produce(b, "m1")
+    wait = m.FetchRequest(TP, 2, 0, None, 500, 1, 1048576)
+    deliver(b, wait, src=2)  # copies m1 at once
+    deliver(b, m.FetchRequest(TP, 3, 0, None, 500, 1, 1048576), src=3)
+    deliver(b, m.FetchRequest(TP, 2, 1, None, 500, 2, 1048576), src=2, now=T0 + 1)  # waits
+    assert len(b.partitions[TP].delayed_fetches) == 1
+    ctx = deliver(b, m.FetchRequest(TP, 3, 1, None, 500, 2, 1048576), src=3, now=T0 + 2)
+    to_2 = [msg for dst, msg, *_ in ctx.sends if dst == 2 and isinstance(msg, m.FetchResponse)]
+    assert bool(to_2) == answered
+    if answered:
+        assert to_2[0].hw == 1
+
+
+@pytest.mark.parametrize(("alter_isr", "isr"), [(True, [2, 3, 4]), (False, [2, 4])])
+def test_before_2_7_a_leader_wrote_the_isr_through_zookeeper(
+    alter_isr: bool, isr: list[int]
+) -> None:
+    """Partition.updateIsr -> ReplicationUtils.updateLeaderAndIsr before KIP-497 (2.7): a
+    leader cut from the controller could still shrink the ISR; with AlterIsr it cannot."""
+    c = Cluster(
+        brokers=4,
+        replicas=[2, 3, 4],
+        leader=2,
+        config={"controller_mode": "zk", "alter_isr": alter_isr, "acks": 1},
+    )
+    assert c.controller == 1
+    c.produce("m1")
+    c.fetch(4)
+    c.disconnect(1, 2)
+    c.advance(46000)  # broker 3 never fetches: out after the lag time, if the write can happen
+    c.fetch(4)
+    leader = c.sim.actors[2].partitions[c.partitions()[0]]
+    assert list(leader.isr) == isr
+    if not alter_isr:
+        assert c.sim.actors[1].controller.partitions[c.partitions()[0]].isr == (2, 4)

@@ -1,0 +1,348 @@
+"""The scenario format's newer steps and expect keys: dynamic settings (``set``),
+``delete_records`` and the log start offset, ``alter_partition`` (an ISR change in flight or
+refused), ``crash: active``, ``auto.offset.reset``, and the client-visible state (rejected
+control requests, fenced markers, producer ids, HW checkpoints)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafkalab import Cluster, scenarios
+from kafkalab.cli import main
+from kafkalab.errors import ActionError, ScenarioError
+from kafkalab.protocol import messages as m
+
+
+def _run(text: str) -> scenarios.ScenarioResult:
+    return scenarios.run(scenarios.parse(text, "test.yaml"))
+
+
+def _ok(text: str) -> scenarios.ScenarioResult:
+    result = _run(text)
+    assert result.ok, "\n".join(result.mismatches)
+    return result
+
+
+# ---- auto.offset.reset ---------------------------------------------------------------------
+
+RESET = """\
+name: reset
+brokers: 2
+leader: 1
+steps:
+  - produce: {values: [a, b]}
+  - fetch: 2
+  - fetch: 2
+  - consumer: {name: latest}
+  - consumer: {name: earliest, auto.offset.reset: earliest}
+  - consumer: {name: strict, auto.offset.reset: none}
+  - poll: latest
+  - poll: earliest
+  - poll: strict
+  - produce: c
+  - fetch: 2
+  - fetch: 2
+  - poll: latest
+expect:
+  consumed: {latest: [c], earliest: [a, b]}
+  consumer_errors: {strict: ["demo-0: NO_OFFSET_FOR_PARTITION"]}
+"""
+
+
+def test_latest_is_the_default_earliest_reads_from_the_start_and_none_fails() -> None:
+    _ok(RESET)
+
+
+def test_a_bad_auto_offset_reset_is_refused() -> None:
+    c = Cluster(2)
+    with pytest.raises(ActionError, match="auto.offset.reset='middle' is not allowed"):
+        c.consumer("x", auto_offset_reset="middle")
+
+
+def test_a_committed_offset_out_of_range_is_reset() -> None:
+    c = Cluster(3, groups=["g"], replication="auto")
+    c.produce(values=["a", "b", "c"])
+    c.consumer("app", group="g", auto_offset_reset="earliest")
+    c.poll("app")
+    c.commit_offsets("app")  # position 3
+    c.crash("app")
+    c.delete_records(-1)  # log start offset 3 = the HW
+    c.produce("d")
+    c.delete_records(4)
+    c.restart("app")
+    c.poll("app")  # committed 3 is below the log start offset 4: reset to earliest, 4
+    assert c.report().consumed["app"] == ["a", "b", "c"]
+    c.produce("e")
+    c.poll("app")
+    assert c.report().consumed["app"] == ["a", "b", "c", "e"]
+
+
+# ---- delete_records and the log start offset ------------------------------------------------
+
+DELETE = """\
+name: delete
+brokers: 2
+leader: 1
+steps:
+  - produce: {values: [a, b, c]}
+  - fetch: 2
+  - fetch: 2
+  - delete_records: {offset: 2}
+  - check: {log_start_offset: {1: 2, 2: 0}}
+  - produce: d
+  - fetch: 2
+    note: the follower follows the leader's log start offset
+  - delete_records: 9
+    note: above the HW, refused with OFFSET_OUT_OF_RANGE
+  - consumer: {name: r, auto.offset.reset: earliest}
+  - poll: r
+expect:
+  log_start_offset: {1: 2, 2: 2}
+  consumed: {r: [c]}
+  partitions: {demo-0: {log_start_offset: {1: 2, 2: 2}}}
+"""
+
+
+def test_delete_records_moves_the_log_start_offset_on_leader_and_follower() -> None:
+    result = _ok(DELETE)
+    refused = result.cluster.trace.of_kind("delete_records")[-1].data
+    assert refused["error"] == "OFFSET_OUT_OF_RANGE"
+
+
+def test_delete_records_needs_an_offset() -> None:
+    bad = DELETE.replace("delete_records: 9", "delete_records: -2")
+    with pytest.raises(ScenarioError, match="delete_records.*offset=-2 is not allowed"):
+        scenarios.parse(bad)
+
+
+# ---- set: dynamic settings --------------------------------------------------------------------
+
+UNCLEAN = """\
+name: unclean-later
+brokers: 2
+leader: 1
+config: {controller_mode: zk}
+steps:
+  - produce: first
+  - fetch: 2
+  - fetch: 2
+  - stop: 2
+  - produce: second
+  - stop: 1
+  - restart: 2
+  - advance: 1000
+  - check: {leader: null, unclean_elections: 0}
+  - set: {unclean.leader.election.enable: true}
+expect:
+  leader: 2
+  unclean_elections: 1
+"""
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft", "dedicated"])
+def test_turning_unclean_election_on_elects_the_out_of_sync_replica(mode: str) -> None:
+    _ok(UNCLEAN.replace("controller_mode: zk", f"controller_mode: {mode}"))
+
+
+def test_a_topic_override_beats_the_broker_setting() -> None:
+    text = UNCLEAN.replace(
+        "  - set: {unclean.leader.election.enable: true}",
+        "  - set: {topic: demo, unclean.leader.election.enable: false}\n"
+        "  - set: {unclean.leader.election.enable: true}",
+    )
+    result = _run(text)
+    assert result.cluster.leader is None
+    assert result.cluster.config.unclean_leader_election_enable is False
+
+
+def test_set_for_one_broker_reaches_only_that_broker() -> None:
+    c = Cluster(3)
+    c.set_config({"min.insync.replicas": 2}, broker=2)
+    configs = {b: c.sim.actors[b].config.min_insync_replicas for b in (1, 2, 3)}
+    assert configs == {1: 1, 2: 2, 3: 1}
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ("set: {replica.lag.time.max.ms: 5}", "replica.lag.time.max.ms cannot be changed"),
+        ("set: {min.insync.replicas: 0}", "min.insync.replicas=0 is not allowed"),
+        ("set: {unclean.leader.election.enable: maybe}", "use true or false"),
+        ("set: {min.insync.replica: 2}", "did you mean 'min.insync.replicas'"),
+        ("set: {broker: 1, topic: demo, min.insync.replicas: 2}", "not both"),
+        ("set: {broker: 7, min.insync.replicas: 2}", "broker 7 does not exist"),
+    ],
+)
+def test_a_bad_set_step_is_refused_with_one_line(step: str, message: str) -> None:
+    text = f"name: bad\nbrokers: 2\nsteps:\n  - {step}\n"
+    with pytest.raises(ScenarioError, match=message):
+        scenarios.parse(text)
+
+
+def test_set_above_the_replication_factor_fails_during_the_replay(tmp_path, capsys) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nbrokers: 2\nsteps:\n  - set: {min.insync.replicas: 3}\n")
+    assert main(["scenario", "run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "min.insync.replicas=3 is not allowed" in err and len(err.splitlines()) == 1
+
+
+# ---- alter_partition: an ISR change in flight or refused -----------------------------------
+
+ALTER = """\
+name: alter
+brokers: 2
+leader: 1
+config: {replica.lag.time.max.ms: 10000}
+steps:
+  - crash: 2
+  - alter_partition: {answer: ANSWER}
+  - advance: 15000
+    note: the ISR check drops 2
+expect: {}
+"""
+
+
+def test_a_delayed_alter_partition_stays_in_flight_until_time_passes() -> None:
+    r = _ok(
+        ALTER.replace("ANSWER", "delayed, delay_ms: 20000").replace(
+            "expect: {}", "expect: {pending_isr: [1], maximal_isr: [1, 2], isr: [1, 2]}"
+        )
+    )
+    r.cluster.advance(20000)
+    state = r.cluster.state()
+    assert (state["pending_isr"], state["isr"]) == (None, [1])
+
+
+def test_a_refused_alter_partition_keeps_the_committed_isr() -> None:
+    _ok(
+        ALTER.replace("ANSWER", "refused").replace(
+            "expect: {}", "expect: {pending_isr: [1], isr: [1, 2], isr_shrinks: 0}"
+        )
+    )
+
+
+def test_a_refusal_with_another_error_frees_the_proposal() -> None:
+    text = ALTER.replace("ANSWER", "refused, error: NOT_CONTROLLER").replace(
+        "expect: {}", "expect: {pending_isr: null, maximal_isr: [1, 2], isr: [1, 2]}"
+    )
+    _ok(text)
+
+
+def test_alter_partition_validates_its_answer() -> None:
+    with pytest.raises(ScenarioError, match="answer='late' is not allowed"):
+        scenarios.parse(ALTER.replace("ANSWER", "late"))
+    with pytest.raises(ScenarioError, match="error='OOPS' is not allowed"):
+        scenarios.parse(ALTER.replace("ANSWER", "refused, error: OOPS"))
+
+
+# ---- crash: active ------------------------------------------------------------------------------
+
+
+def test_crash_active_stops_the_active_kraft_controller_and_restart_names_it() -> None:
+    c = Cluster(3, config={"controller_mode": "kraft"})
+    old = c.controller
+    c.crash("active")
+    assert old not in c.sim.actors
+    c.advance(5000)
+    assert c.controller not in (None, old)
+    with pytest.raises(ActionError, match="restart names the node"):
+        c.restart("active")
+    c.restart(old)
+    assert old in c.sim.actors
+
+
+def test_pause_active_stalls_the_active_controller() -> None:
+    c = Cluster(3, config={"controller_mode": "kraft"})
+    old = c.controller
+    c.pause("active")
+    assert old in c.sim.paused
+
+
+def test_active_outside_kraft_is_a_clear_error() -> None:
+    text = "name: a\nbrokers: 2\nsteps:\n  - crash: active\n"
+    with pytest.raises(ScenarioError, match="names the active KRaft controller node"):
+        scenarios.run(scenarios.parse(text))
+
+
+# ---- client-visible state -----------------------------------------------------------------------
+
+
+def test_a_stale_controller_request_is_listed() -> None:
+    c = Cluster(2, config={"controller_mode": "zk"})
+    c.sim.send("zk", 2, m.UpdateMetadata(0, (1, 2)))
+    c.advance(0)
+    expect = {
+        "rejected_requests": [
+            {"broker": 2, "request": "UpdateMetadata", "error": "STALE_CONTROLLER_EPOCH"}
+        ]
+    }
+    assert scenarios.check_expect(c, expect) == []
+    assert scenarios.check_expect(c, {"rejected_requests": 1}) == []
+    assert scenarios.check_expect(c, {"rejected_requests": []}) != []
+
+
+def test_a_request_for_an_earlier_incarnation_is_listed() -> None:
+    c = Cluster(2, config={"controller_mode": "zk"})
+    c.sim.send("zk", 2, m.UpdateMetadata(5, (1, 2), broker_epoch=0))
+    c.advance(0)
+    assert c.state()["rejected_requests"] == [
+        {"broker": 2, "request": "UpdateMetadata", "error": "STALE_BROKER_EPOCH"}
+    ]
+
+
+def test_fenced_markers_and_producer_ids_are_visible() -> None:
+    result = scenarios.run(scenarios.get("txn-zombie-fencing"))
+    c = result.cluster
+    producers = c.state()["producers"]
+    pid = producers["p2"]["producer_id"]
+    assert producers["p2"]["producer_epoch"] > producers["p1"]["producer_epoch"]
+    leader = c.partition_states()["demo-0"].leader
+    stale = m.WriteTxnMarkersRequest("demo-0", pid, 0, "COMMIT", 0, "tx")
+    c.sim.send("producer", leader, stale)
+    c.advance(0)
+    want = [{"broker": leader, "partition": "demo-0", "control": "COMMIT"}]
+    assert scenarios.check_expect(c, {"fenced_markers": want}) == []
+    assert scenarios.check_expect(c, {"producers": {"p2": {"producer_id": pid}}}) == []
+
+
+def test_the_hw_checkpoint_is_what_was_last_written() -> None:
+    c = Cluster(2, leader=1)
+    c.produce("a")
+    c.fetch(2)
+    c.fetch(2)
+    assert c.state()["hw_checkpoint"] == {1: 0, 2: 0}
+    c.advance(5000)  # replica.high.watermark.checkpoint.interval.ms
+    assert c.state()["hw_checkpoint"] == {1: 1, 2: 1}
+
+
+def test_json_output_carries_the_new_keys(tmp_path, capsys) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(DELETE)
+    assert main(["scenario", "run", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in (
+        "rejected_requests",
+        "fenced_markers",
+        "producers",
+        "hw_checkpoint",
+        "log_start_offset",
+        "pending_isr",
+        "maximal_isr",
+        "consumer_errors",
+    ):
+        assert key in out
+    assert out["log_start_offset"] == {"1": 2, "2": 2}
+
+
+def test_every_new_step_and_expect_key_is_documented() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Scenario files", 1)[1].split("\n## ", 1)[0]
+    for word in ("`set`", "`delete_records`", "`alter_partition`", "`crash: active`"):
+        assert word in section, word
+    for key in scenarios.EXPECT_KEYS:
+        assert f"`{key}`" in readme, key
