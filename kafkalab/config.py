@@ -67,7 +67,9 @@ class Config:
     )
     kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
-    enable_idempotence: bool = True  # KIP-98; the producer default since 3.0 (KIP-679)
+    # KIP-98; the producer default since KIP-679 (3.0), for producers that leave it unset from
+    # 3.0.1/3.1.1/3.2.0 (KAFKA-13598)
+    enable_idempotence: bool = True
     # 2.5 (KIP-360): a producer a partition has no state for may start at any sequence; before,
     # anything but 0 was refused with UNKNOWN_PRODUCER_ID.
     kip360: bool = True

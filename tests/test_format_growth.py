@@ -346,3 +346,182 @@ def test_every_new_step_and_expect_key_is_documented() -> None:
         assert word in section, word
     for key in scenarios.EXPECT_KEYS:
         assert f"`{key}`" in readme, key
+
+
+# ---- several topics ------------------------------------------------------------------------
+
+TOPICS = """\
+name: topics
+brokers: 3
+topics:
+  foo: {partitions: 2, replicas: {0: [1, 2, 3], 1: [2, 3, 1]}}
+  bar: {replicas: [1, 3, 2]}
+steps:
+  - produce: {value: f0, acks: 1}
+  - produce: {value: f1, partition: foo-1, acks: 1}
+  - produce: {value: b0, partition: bar-0, acks: 1}
+  - fetch: {follower: 2, partition: bar-0}
+  - check:
+      partitions:
+        0: {leader: 1, logs: {1: [f0], 2: [], 3: []}}
+        foo-1: {leader: 2, logs: {2: [f1]}}
+        bar-0: {leader: 1, replicas: [1, 3, 2], logs: {1: [b0], 2: [b0], 3: []}}
+expect:
+  logs: {1: [f0]}
+  partitions:
+    bar-0: {hw: {1: 0}, leo: {1: 1, 2: 1, 3: 0}, isr: [1, 2, 3]}
+"""
+
+
+def test_two_topics_each_take_their_own_records() -> None:
+    r = _ok(TOPICS)
+    c = r.cluster
+    assert c.topics == ["foo", "bar"] and c.topic == "foo"
+    assert c.partitions() == ["foo-0", "foo-1", "bar-0"]
+    assert c.logs("bar-0") == {1: ["b0"], 3: [], 2: ["b0"]}
+
+
+@pytest.mark.parametrize("mode", ["dedicated", "zk", "kraft"])
+def test_a_leader_failure_moves_the_leaders_of_both_topics(mode: str) -> None:
+    c = Cluster(3, topics=["foo", "bar"], config={"controller_mode": mode})
+    assert c.assignment == {"foo-0": [1, 2, 3], "bar-0": [1, 2, 3]}
+    c.produce("a")
+    c.produce("b", partition="bar-0")
+    for follower in (2, 3):
+        for tp in ("foo-0", "bar-0"):
+            c.fetch(follower, partition=tp)
+            c.fetch(follower, partition=tp)
+    assert c.report().acked == ["a", "b"]
+    c.crash(1)
+    c.advance(20000)
+    states = c.partition_states()
+    for tp in ("foo-0", "bar-0"):
+        assert states[tp].leader in (2, 3) and 1 not in states[tp].isr, (tp, states[tp])
+    assert c.report().lost_acked == []
+    c.produce("b2", partition="bar-0", acks=1)
+    assert c.logs("bar-0")[states["bar-0"].leader] == ["b", "b2"]
+    assert c.logs("foo-0")[states["foo-0"].leader] == ["a"]
+
+
+def test_each_topic_is_placed_with_its_own_random_start() -> None:
+    from random import Random
+
+    from kafkalab.protocol.assignment import assign_replicas
+
+    c = Cluster(4, topics={"foo": 4, "bar": {"partitions": 4, "replicas": 2}}, seed=5)
+    foo = assign_replicas([1, 2, 3, 4], 4, 4, Random("5:assignment"))
+    bar = assign_replicas([1, 2, 3, 4], 4, 2, Random("5:assignment:bar"))
+    assert [c.assignment[f"foo-{p}"] for p in range(4)] == [foo[p] for p in range(4)]
+    assert [c.assignment[f"bar-{p}"] for p in range(4)] == [bar[p] for p in range(4)]
+    # the first topic draws as a one-topic cluster does: existing placements do not move
+    assert (
+        Cluster(4, topics={"demo": 4}, seed=5).assignment
+        == Cluster(4, partitions=4, seed=5).assignment
+    )
+
+
+def test_a_number_still_names_a_partition_of_the_first_topic() -> None:
+    c = Cluster(3, topics={"foo": 2, "bar": 1})
+    assert [c.partition_name(p) for p in (None, 1, "1", "bar-0")] == [
+        "foo-0",
+        "foo-1",
+        "foo-1",
+        "bar-0",
+    ]
+    c.produce("x", partition=1, acks=1)
+    leader = c.partition_states()["foo-1"].leader
+    assert scenarios.check_expect(c, {"partitions": {"1": {"logs": {leader: ["x"]}}}}) == []
+    assert scenarios.check_expect(c, {"lso": {0: 0, 1: 0, "bar-0": 0}}) == []
+
+
+def test_per_partition_mismatches_name_the_partition_and_key() -> None:
+    text = TOPICS.replace("isr: [1, 2, 3]}", "isr: [1, 2, 3], maximal_isr: [1]}")
+    text = text.replace("leo: {1: 1, 2: 1, 3: 0}", "leo: {1: 1, 2: 1, 3: 5}")
+    assert _run(text).mismatches == [
+        "partitions[bar-0].leo[3]: expected 5, got 0",
+        "partitions[bar-0].maximal_isr: expected [1], got [1, 3, 2]",
+    ]
+
+
+def test_consumers_and_delete_records_take_topic_partitions() -> None:
+    text = """\
+name: t
+brokers: 2
+topics: [foo, bar]
+replication: auto
+steps:
+  - produce: {values: [a, b], partition: bar-0}
+  - delete_records: {partition: bar-0, offset: 1}
+  - consumer: {name: c, partitions: [bar-0], auto.offset.reset: earliest}
+  - poll: c
+expect:
+  consumed: {c: [b]}
+  partitions: {bar-0: {log_start_offset: {1: 1}}, foo-0: {leo: {1: 0}}}
+"""
+    _ok(text)
+
+
+BAD_TOPICS = [
+    ("topics: 5", "topics=5 is not allowed: use a list of topic names"),
+    ("topics: []", "topics is empty"),
+    ("topics: [foo, foo]", "topic 'foo' is named twice"),
+    ("topics: [__internal]", "topic name '__internal' is not allowed"),
+    ("topics: ['1']", "topic name '1' is not allowed: use letters, digits"),
+    ("topics: [a/b]", "topic name 'a/b' is not allowed"),
+    ("topics: {foo: 0}", r"topics\[foo\].partitions=0 is not allowed: use a whole number >= 1"),
+    ("topics: {foo: x}", r"topics\[foo\]='x' is not allowed: give a number of partitions"),
+    ("topics: {foo: {partition: 2}}", "unknown key 'partition'.*did you mean 'partitions'"),
+    ("topics: {foo: {replicas: 4}}", r"topics\[foo\].replicas=4 is not allowed: use a repl"),
+    ("topics: {foo: {partitions: 2, replicas: [1, 2]}}", "map each partition to its brokers"),
+    ("topics: {foo: {replicas: [1, 7]}}", "topic 'foo': broker 7 does not exist"),
+    ("topics: {foo: {partitions: 2, replicas: {0: [1]}}}", "map every partition 0..1"),
+    ("topics: [foo]\npartitions: 2", "partitions cannot go with topics"),
+    ("topics: [foo]\nleader: 2", "leader cannot go with topics"),
+    ("topics: [foo]\nsteps: [{produce: {value: a, partition: bar-0}}]", "step 1 .produce.: "),
+    ("topics: [foo]\nsteps: [{fetch: {follower: 2, partition: 3}}]", "partition 3 does not"),
+    ("topics: [foo]\nsteps: [{consumer: {name: c, partitions: [foo-9]}}]", "'foo-9' does not"),
+    ("topics: [foo]\nexpect: {partitions: {bar-0: {leader: 1}}}", "expect: partition 'bar-0'"),
+    ("topics: [foo]\nexpect: {lso: {demo-0: 0}}", "partitions are foo-0;"),
+]
+
+
+@pytest.mark.parametrize(("lines", "message"), BAD_TOPICS)
+def test_bad_topics_are_refused_with_one_clear_line(lines: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message) as err:
+        scenarios.parse(f"name: bad\nbrokers: 3\n{lines}\n")
+    assert "\n" not in str(err.value)
+
+
+def test_bad_topics_exit_with_code_2_and_one_line(tmp_path, capsys) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nbrokers: 2\ntopics: {foo: 1, bar: {partitions: -1}}\n")
+    assert main(["scenario", "run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "topics[bar].partitions=-1 is not allowed" in err and len(err.splitlines()) == 1
+
+
+def test_cluster_checks_topics_eagerly() -> None:
+    from kafkalab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="topic='bar' is not allowed with topics"):
+        Cluster(3, topics=["foo"], topic="bar")
+    with pytest.raises(ConfigError, match="partitions, replicas and leader describe the one"):
+        Cluster(3, topics=["foo"], partitions=2)
+    c = Cluster(3, topics=["foo", "bar"])
+    with pytest.raises(ActionError, match="a topic-level setting needs a cluster with one topic"):
+        c.set_config({"min.insync.replicas": 2}, topic="bar")
+    with pytest.raises(ActionError, match="topic 'baz' does not exist: topics are 'foo', 'bar'"):
+        c.set_config({"min.insync.replicas": 2}, topic="baz")
+    with pytest.raises(ActionError, match="partition 'baz-0' does not exist"):
+        c.produce("x", partition="baz-0")
+
+
+def test_topics_are_documented() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Scenario files", 1)[1].split("\n## ", 1)[0]
+    for word in ("`topics`", '"topic-N"'):
+        assert word in section, word
+    example = section.split("```yaml\ntopics:", 1)[1].split("```", 1)[0]
+    _ok("name: readme\nbrokers: 3\ntopics:" + example)

@@ -1,176 +1,221 @@
-"""docs/sources.md traces every rule, setting and preset to Kafka's source; these tests keep it
-complete and keep its presets table equal to kafkalab.config.PRESETS."""
+"""docs/sources.md traces every rule, setting and preset to Kafka's source. These tests hold it to
+the code: every name it gives for kafkalab's code exists, every rule function and Config field
+has a row, the defaults table gives each field's default, and the presets table is exactly
+kafkalab.config.PRESETS. Adding a switch, changing a default or a preset, or renaming a traced
+method without updating the document fails here."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
+import pkgutil
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafkalab.config import PRESETS, Config, make_config
+import kafkalab.protocol
+import kafkalab.sim
+from kafkalab.config import PRESETS, Config
 from kafkalab.protocol import rules
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "sources.md"
-
-# Presets whose Kafka values (the table) differ from config.py today. Each fails until config.py
-# follows the table; the entry names the finding in the audit that explains it. Remove an entry
-# once its preset agrees (and write "agrees" in the table's last column).
-CONFIG_FIX_PENDING = {
-    "0.8": "controlled_shutdown_enable, auto_leader_rebalance_enable, acks, request_timeout_ms,"
-    " hw_read_before_fetch_update",
-    "0.9": "acks=1 (the Java producer's default until 3.0)",
-    "0.10": "hw_includes_caught_up_followers, isr_check_half_lag: 0.10.2.0 (KAFKA-4485)",
-    "0.10.2": "missing preset: KAFKA-4485 shipped in 0.10.2.0",
-    "0.11": "acks=1 (the Java producer's default until 3.0)",
-    "1.0": "acks=1 (the Java producer's default until 3.0)",
-    "2.0": "acks=1 (the Java producer's default until 3.0)",
-    "2.1": "acks=1 (the Java producer's default until 3.0)",
-    "2.2": "acks=1 (the Java producer's default until 3.0)",
-    "2.4": "acks=1 (the Java producer's default until 3.0)",
-    "2.5": "acks=1 (the Java producer's default until 3.0)",
-    "3.0": "enable_idempotence: 3.0.0 applied the new default only when set explicitly",
-    "3.2": "missing preset: KAFKA-13598 made idempotence the applied default (3.2.0)",
-}
+FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+NOTHING = "-"  # a presets-table row for a preset that changes nothing
 
 
 def _doc() -> str:
     return DOC.read_text(encoding="utf-8")
 
 
-def _backticked(text: str) -> set[str]:
-    return set(re.findall(r"`([^`\n]+)`", text))
+def _sections() -> dict[str, str]:
+    parts = re.split(r"^## (.+)\n", _doc(), flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
-def _rule_functions() -> list[str]:
-    return [name for name in rules.__all__ if inspect.isfunction(getattr(rules, name))]
+def _table_rows(text: str, header: str) -> list[list[str]]:
+    """The rows of every table in ``text`` whose first header cell is ``header``."""
+    rows: list[list[str]] = []
+    in_table = False
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            in_table = False
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == header:
+            in_table = True
+        elif in_table and not set(cells[0]) <= {"-"}:
+            rows.append(cells)
+        elif in_table and cells[0] == NOTHING:  # a "-" row of the presets table
+            rows.append(cells)
+    return rows
 
 
-def _section(text: str, title: str) -> str:
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert match, f"docs/sources.md has no '## {title}' section"
+def _name(cell: str) -> str:
+    match = re.fullmatch(r"`([^`]+)`", cell)
+    assert match, f"docs/sources.md: {cell!r} should be one backticked name"
     return match.group(1)
 
 
-def _parse_value(text: str) -> Any:
+def _rule_rows() -> list[list[str]]:
+    rows = _table_rows(_doc(), "rule")
+    assert rows, "docs/sources.md has no rule tables"
+    return rows
+
+
+def _rule_names() -> set[str]:
+    return {_name(row[0]) for row in _rule_rows()}
+
+
+def _code_names() -> dict[str, Any]:
+    """Every module-level name of kafkalab.protocol and kafkalab.sim."""
+    names: dict[str, Any] = {}
+    for package in (kafkalab.protocol, kafkalab.sim):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name, value in vars(module).items():
+                names.setdefault(name, value)
+    return names
+
+
+def _parse_value(field: str, text: str) -> Any:
+    """A value as the table writes it, in the type of the Config field."""
     text = text.strip()
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("null", "none"):
+    if text.lower() in ("null", "none"):
         return None
-    if re.fullmatch(r"-?\d+", text):
+    kind = str(FIELDS[field].type)
+    if "bool" in kind:
+        assert text.lower() in ("true", "false"), f"{field}: {text!r} is not true or false"
+        return text.lower() == "true"
+    if "int" in kind:
         return int(text)
     return text
 
 
-def _preset_rows() -> list[tuple[str, str, Any, str]]:
-    """(preset, field, Kafka's value, config.py column) for each row of the presets table."""
+def _preset_table() -> list[tuple[str, str, str | None, Any]]:
+    """(preset, release, field or None, value) for each row of the presets table."""
     rows = []
-    for line in _section(_doc(), "Presets").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 5 or cells[0] in ("preset", "---") or set(cells[0]) <= {"-"}:
-            continue
-        preset, field, value, _evidence, status = cells
-        rows.append((preset, field.strip("`"), _parse_value(value), status))
+    for cells in _table_rows(_sections()["Presets"], "preset"):
+        assert len(cells) == 5, f"malformed presets row: {cells}"
+        preset, release, setting, value, _evidence = cells
+        if setting == NOTHING:
+            rows.append((preset, release, None, None))
+        else:
+            field = _name(setting)
+            assert field in FIELDS, f"the presets table names {field!r}, not a Config field"
+            rows.append((preset, release, field, _parse_value(field, value)))
     return rows
 
 
-def _expected_presets() -> dict[str, dict[str, Any]]:
-    """Every preset of the table: its changes on top of the presets before it, in order."""
-    expected: dict[str, dict[str, Any]] = {}
-    acc: dict[str, Any] = {}
-    for preset, field, value, _status in _preset_rows():
-        if preset not in expected:
-            expected[preset] = dict(acc)
-        expected[preset][field] = value
-        acc = dict(expected[preset])
-    return expected
-
-
-def _as_config_value(field: str, value: Any) -> Any:
-    if field == "acks":
-        return str(value)
-    return value
-
-
-def test_every_rule_function_is_traced() -> None:
-    missing = [name for name in _rule_functions() if name not in _backticked(_doc())]
-    assert not missing, f"docs/sources.md does not trace these rules.py functions: {missing}"
-
-
-def test_every_config_field_is_traced() -> None:
-    names = [f.name for f in dataclasses.fields(Config)]
-    missing = [name for name in names if name not in _backticked(_doc())]
-    assert not missing, f"docs/sources.md does not trace these Config fields: {missing}"
-
-
-def test_presets_table_names_real_fields() -> None:
-    fields = {f.name for f in dataclasses.fields(Config)}
-    unknown = sorted({field for _, field, _, _ in _preset_rows() if field not in fields})
-    assert _preset_rows(), "the presets table of docs/sources.md has no rows"
-    assert not unknown, f"the presets table names fields Config does not have: {unknown}"
-
-
-def test_presets_table_covers_every_preset() -> None:
-    """A preset of config.py that the table does not list must change nothing: it inherits the
-    preset before it (in config.py's order) unchanged."""
-    expected = _expected_presets()
+def _preset_changes(name: str) -> dict[str, Any]:
+    """What PRESETS[name] changes relative to the preset before it (all of it for the first)."""
     names = list(PRESETS)
-    for i, name in enumerate(names):
-        if name in expected or i == 0:
+    i = names.index(name)
+    previous = PRESETS[names[i - 1]] if i else {}
+    missing = object()
+    return {k: v for k, v in PRESETS[name].items() if previous.get(k, missing) != v}
+
+
+def test_every_rule_function_has_a_row() -> None:
+    functions = [n for n in rules.__all__ if inspect.isfunction(getattr(rules, n))]
+    missing = sorted(set(functions) - _rule_names())
+    assert not missing, f"docs/sources.md has no rule row for these rules.py functions: {missing}"
+
+
+def test_every_config_field_has_a_row() -> None:
+    traced = _rule_names() | {_name(row[0]) for row in _defaults_rows()}
+    missing = [name for name in FIELDS if name not in traced]
+    assert not missing, f"docs/sources.md has no row for these Config fields: {missing}"
+
+
+def test_every_rule_row_names_real_code() -> None:
+    """A first column names a Config field, or a function, class, constant or Class.method of
+    kafkalab.protocol or kafkalab.sim."""
+    code = _code_names()
+    unknown = []
+    for name in sorted(_rule_names()):
+        owner, _, attribute = name.partition(".")
+        if name in FIELDS:
             continue
-        previous = PRESETS[names[i - 1]]
-        changed = sorted(set(PRESETS[name].items()) - set(previous.items()))
-        note = CONFIG_FIX_PENDING.get(name, "")
-        hint = f" (known: {note})" if note else ""
-        assert PRESETS[name] == previous, (
-            f"preset {name!r} changes {changed} but docs/sources.md's presets table has no row "
-            f"for it{hint}"
-        )
+        if attribute:
+            found = inspect.isclass(code.get(owner)) and hasattr(code[owner], attribute)
+        else:
+            found = name in code
+        if not found:
+            unknown.append(name)
+    assert not unknown, f"docs/sources.md names code that does not exist: {unknown}"
 
 
-def _preset_params() -> list[Any]:
-    names = list(dict.fromkeys([*_expected_presets(), *PRESETS]))
-    params = []
-    for name in names:
-        pending = CONFIG_FIX_PENDING.get(name)
-        test_id = f"{name}[config-fix-pending]" if pending else name
-        params.append(pytest.param(name, id=test_id))
-    return params
+def _defaults_rows() -> list[list[str]]:
+    return _table_rows(_sections()["Defaults of settings"], "field")
 
 
-@pytest.mark.parametrize("preset", _preset_params())
-def test_preset_matches_kafka(preset: str) -> None:
-    """make_config(preset=...) gives Kafka's value for every setting the table lists up to that
-    preset, and the Config default for every other one. Presets in CONFIG_FIX_PENDING fail until
-    config.py follows the table."""
-    expected_all = _expected_presets()
-    # A preset missing from the table inherits the table's last preset before it.
-    known = [p for p in PRESETS if p in expected_all]
-    if preset in expected_all:
-        expected = expected_all[preset]
-    else:
-        before = [p for p in known if list(PRESETS).index(p) < list(PRESETS).index(preset)]
-        expected = expected_all[before[-1]] if before else {}
-    note = CONFIG_FIX_PENDING.get(preset, "")
-    hint = f" (known: {note}; see the audit findings)" if note else ""
-    assert preset in PRESETS, f"config.py has no preset {preset!r}{hint}"
-    config = make_config(preset=preset)
+def test_defaults_table_is_config() -> None:
+    """One row per Config field, in the dataclass's order, with its default."""
+    rows = _defaults_rows()
+    names = [_name(row[0]) for row in rows]
+    assert names == list(FIELDS), (
+        "the defaults table of docs/sources.md must list the Config fields in order; "
+        f"missing {sorted(set(FIELDS) - set(names))}, extra {sorted(set(names) - set(FIELDS))}"
+    )
     defaults = Config()
-    wrong = []
-    for f in dataclasses.fields(Config):
-        if f.name == "preset":
-            continue
-        want = (
-            _as_config_value(f.name, expected[f.name])
-            if f.name in expected
-            else getattr(defaults, f.name)
+    wrong = [
+        f"{name}: table {row[1]!r}, Config {getattr(defaults, name)!r}"
+        for name, row in zip(names, rows, strict=True)
+        if _parse_value(name, row[1]) != getattr(defaults, name)
+    ]
+    assert not wrong, "the defaults table differs from Config: " + "; ".join(wrong)
+
+
+def test_presets_table_lists_every_preset_in_order() -> None:
+    table = list(dict.fromkeys(preset for preset, _, _, _ in _preset_table()))
+    assert table == list(PRESETS), f"presets table {table}, kafkalab.config.PRESETS {list(PRESETS)}"
+
+
+def test_preset_release_is_the_last_of_its_line() -> None:
+    """The convention: preset "X.Y" stands for a release of the X.Y line (its last one)."""
+    for preset, release, _, _ in _preset_table():
+        assert re.fullmatch(rf"{re.escape(preset)}\.(\d+|x)(\.\d+)?", release), (
+            f"preset {preset}: release {release!r} is not of the {preset} line"
         )
-        got = getattr(config, f.name)
-        if got != want:
-            wrong.append(f"{f.name}: config.py {got!r}, Kafka {want!r}")
-    assert not wrong, f"preset {preset!r} differs from Kafka{hint}: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_preset_rows_are_exactly_what_it_changes(preset: str) -> None:
+    """The table's rows for a preset are the settings PRESETS changes there, with the same
+    values: nothing missing, nothing extra, and a "-" row when it changes nothing."""
+    rows = [(field, value) for name, _, field, value in _preset_table() if name == preset]
+    assert rows, f"the presets table has no row for preset {preset!r}"
+    changes = _preset_changes(preset)
+    if not changes:
+        assert rows == [(None, None)], f"preset {preset!r} changes nothing: use one '-' row"
+        return
+    table = dict(rows)
+    assert len(table) == len(rows) and None not in table, f"preset {preset!r}: repeated rows"
+    assert table == changes, (
+        f"preset {preset!r}: docs/sources.md says {table}, kafkalab.config.PRESETS changes "
+        f"{changes}"
+    )
+
+
+def test_presets_accumulate_to_presets() -> None:
+    """Applying the table's rows in order gives every preset of PRESETS exactly."""
+    built: dict[str, dict[str, Any]] = {}
+    acc: dict[str, Any] = {}
+    for preset, _, field, value in _preset_table():
+        if field is not None:
+            acc = {**acc, field: value}
+        built[preset] = dict(acc)
+    assert built == PRESETS
+
+
+def test_known_differences_section_and_no_pending_markers() -> None:
+    """What kafkalab does differently is listed under "Known differences", not marked in rows."""
+    assert _sections().get("Known differences", "").count("\n- ") >= 1
+    text = _doc()
+    cells = [line for line in text.splitlines() if line.startswith("|")]
+    markers = re.findall(r"\b(pending|TODO|FIXME)\b", text, re.I)
+    markers += re.findall(r"\b(differs|agrees)\b", "\n".join(cells), re.I)
+    assert not markers, f"docs/sources.md still has markers: {sorted(set(markers))}"

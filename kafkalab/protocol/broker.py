@@ -42,6 +42,20 @@ _VERIFICATION_ERRORS = {
     m.NOT_COORDINATOR: m.NOT_ENOUGH_REPLICAS,
 }
 INTERNAL_MIN_ISR = 2  # transaction.state.log.min.isr
+# Partition.handleAlterPartitionError: answers that keep the proposal pending until new
+# metadata arrives, and answers that restore the committed state.
+_ALTER_PARTITION_WAIT = frozenset(
+    {
+        m.FENCED_LEADER_EPOCH,
+        m.INVALID_UPDATE_VERSION,
+        m.UNKNOWN_TOPIC_OR_PARTITION,
+        m.INVALID_REQUEST,
+        m.NEW_LEADER_ELECTED,
+    }
+)
+_ALTER_PARTITION_RESET = frozenset(
+    {m.INELIGIBLE_REPLICA, m.OPERATION_NOT_ATTEMPTED, m.NOT_CONTROLLER}
+)
 READ_COMMITTED = "read_committed"
 
 ZOOKEEPER = "zk"
@@ -117,6 +131,8 @@ class ReplicaState:
     delayed_produces: deque[DelayedProduce] = field(default_factory=deque)
     delayed_fetches: list[DelayedFetch] = field(default_factory=list)
     alter_isr_pending: bool = False
+    alter_isr_inflight: tuple[int, ...] | None = None  # the ISR sent, until its answer comes
+    alter_isr_target: Any = None  # where it went
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
     truncating: bool = False  # follower must find its truncation point before fetching
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
@@ -279,6 +295,7 @@ class Broker:
         elif name == "alter_isr_timeout":
             tp, leader_epoch = data
             r = self.partitions[tp]
+            r.alter_isr_inflight = None  # the request timed out: the answer will not come
             if r.leader_epoch == leader_epoch:
                 r.alter_isr_pending = False
                 r.maximal_isr = ()
@@ -520,6 +537,7 @@ class Broker:
         self._set_partition_state(r, msg)
         r.role = "follower" if msg.leader is not None else None
         r.remotes = {}
+        r.alter_isr_inflight = None
         r.alter_isr_pending = False
         r.maximal_isr = ()
         r.inflight = None
@@ -864,7 +882,7 @@ class Broker:
     def _on_verified(self, ctx: Context, src: Any, resp: m.AddPartitionsToTxnResponse) -> None:
         """The coordinator's answer, as ReplicaManager hands it to the producer: PRODUCER_FENCED
         becomes INVALID_PRODUCER_EPOCH, which producers expect here (AddPartitionsToTxnManager,
-        3.5, KAFKA-14561); coordinator errors a client might not retry become the retriable
+        3.6, KAFKA-14561); coordinator errors a client might not retry become the retriable
         NOT_ENOUGH_REPLICAS."""
         if resp.correlation_id not in self._verifying:
             return
@@ -1236,7 +1254,11 @@ class Broker:
         the controller and, while it is pending, the HW counts the wider, maximal ISR. Before
         2.7 (``alter_isr`` off) Partition.updateIsr wrote the znode itself, through ZooKeeper
         in the ZooKeeper era (the dedicated controller stands beside ZooKeeper and takes the
-        write), and only the written ISR counted."""
+        write), and only the written ISR counted. One change per partition is in flight at a
+        time (DefaultAlterPartitionManager.submit): another attempt before its answer is not
+        made (OPERATION_NOT_ATTEMPTED), and the partition stays at its committed state."""
+        if r.alter_isr_inflight is not None:
+            return
         r.alter_isr_pending = True
         if self.config.alter_isr:
             r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
@@ -1245,24 +1267,37 @@ class Broker:
             zk_mode = self.config.controller_mode == "zk"
             target = ZOOKEEPER if zk_mode else self.controller_address
         ctx.emit("alter_isr", broker=self.id, tp=r.tp, isr=list(isr), reason=why)
+        r.alter_isr_inflight, r.alter_isr_target = isr, target
         ctx.send(target, m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr))
         ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
 
     def _on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
-        """Partition.handleAlterPartitionError: when the controller says the proposal was not
-        applied (INELIGIBLE_REPLICA) the committed state is restored; when the leader's view is
-        out of date (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) the proposal stays pending,
-        unretried, until new metadata replaces it; other errors free it to be proposed again."""
+        """Partition.handleAlterPartitionUpdate and handleAlterPartitionError. An answer to a
+        proposal that new partition state has already replaced is ignored. Otherwise: when the
+        controller says the proposal was not applied (INELIGIBLE_REPLICA,
+        OPERATION_NOT_ATTEMPTED) the committed state is restored; when the leader's view is
+        out of date (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, UNKNOWN_TOPIC_OR_PARTITION,
+        INVALID_REQUEST, NEW_LEADER_ELECTED) the proposal stays pending, unretried, until new
+        metadata replaces it; an error it does not know is retried at once with the same
+        proposal. (NOT_CONTROLLER, which Kafka's controller channel handles by finding the new
+        controller, frees the proposal to be made again.)"""
         r = self.partitions[msg.tp]
-        if msg.error in (m.FENCED_LEADER_EPOCH, m.INVALID_UPDATE_VERSION):
+        proposed, r.alter_isr_inflight = r.alter_isr_inflight, None
+        if not r.alter_isr_pending or proposed is None:
+            return
+        if msg.error != m.NONE:
             ctx.emit("alter_isr_failed", broker=self.id, tp=r.tp, error=msg.error)
+        if msg.error in _ALTER_PARTITION_WAIT:
+            return
+        if msg.error not in _ALTER_PARTITION_RESET and msg.error != m.NONE:
+            if r.role == "leader":
+                r.alter_isr_inflight = proposed
+                request = m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, proposed)
+                ctx.send(r.alter_isr_target, request)
             return
         r.alter_isr_pending = False
         r.maximal_isr = ()
-        if msg.error != m.NONE:
-            ctx.emit("alter_isr_failed", broker=self.id, tp=r.tp, error=msg.error)
-            return
-        if r.role != "leader" or msg.leader_epoch != r.leader_epoch:
+        if msg.error != m.NONE or r.role != "leader" or msg.leader_epoch != r.leader_epoch:
             return
         r.isr = msg.isr
         r.partition_epoch = msg.partition_epoch

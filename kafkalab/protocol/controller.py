@@ -76,11 +76,11 @@ class Controller:
 
     def on_failover(self, ctx: Context) -> None:
         """KafkaController.onControllerFailover: tell every live broker the metadata and the
-        state of every partition. The replica state machine starts first: since 2.4
+        state of every partition. The replica state machine starts first: since 2.3
         (KAFKA-3143, ``controller_failover_offlines_replicas``) it takes replicas on dead brokers
         out of the ISR, each removal a leader epoch bump, and a dead leader leaves the partition
         leaderless. Then the partition state machine elects a leader where there is none, a
-        second bump. Before 2.4 only the election ran, keeping the live ISR members."""
+        second bump. Before 2.3 only the election ran, keeping the live ISR members."""
         ctx.emit(
             "controller_failover",
             controller=self.address,

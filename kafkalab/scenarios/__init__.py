@@ -49,6 +49,7 @@ TOP_KEYS = (
     "leader",
     "replicas",
     "partitions",
+    "topics",
     "racks",
     "config",
     "steps",
@@ -185,6 +186,7 @@ class Scenario:
     partitions: int = 1
     racks: dict[int, str] = field(default_factory=dict)
     replication: str = "manual"
+    topics: Any = None  # several topics: a list of names or a mapping of name to partitions
 
     def _clients(self, key: str, kind: str) -> list[str]:
         """The transactional ids (or groups) the steps use: their internal partitions exist
@@ -209,13 +211,14 @@ class Scenario:
         """A fresh cluster in this scenario's initial state (no step applied); ``rules``
         replaces some of Kafka's rules (:class:`kafkalab.Rules`)."""
         settings = {**self.config, **(overrides or {})}
-        several = self.partitions > 1
+        several = self.partitions > 1 or self.topics is not None
         return Cluster(
             self.brokers,
             config=make_config(settings),
             leader=None if several else self.leader,
             replicas=self.replicas,
             partitions=self.partitions,
+            topics=self.topics,
             racks=self.racks or None,
             seed=self.seed,
             transactional_ids=self._clients("transactional_id", "producer"),
@@ -275,6 +278,9 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
     replicas = doc.get("replicas")
     seed = _int(doc.get("seed", 0), f"{origin}: seed", 0)
     partitions = _int(doc.get("partitions", 1), f"{origin}: partitions", 1)
+    topics = doc.get("topics")
+    if "topics" in doc:
+        _check_one_topic_keys(doc, origin)
     racks = doc.get("racks") or {}
     if not isinstance(racks, dict):
         raise ScenarioError(f"{origin}: racks must map broker ids to rack names, like {{1: a}}")
@@ -293,12 +299,59 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
         partitions,
         {int(b): str(r) for b, r in racks.items()},
         str(doc.get("replication", "manual")),
+        topics,
     )
     try:  # build the cluster once so bad configs surface now, not halfway through a replay
-        scenario.cluster()
+        cluster = scenario.cluster()
     except (ConfigError, ActionError) as err:
         raise ScenarioError(f"{origin}: {err}") from None
+    _check_partition_names(scenario, cluster, origin)
     return scenario
+
+
+def _check_one_topic_keys(doc: Mapping[str, Any], origin: str) -> None:
+    """``leader``, ``replicas`` and ``partitions`` describe a scenario's one topic; with
+    ``topics`` each topic says its own."""
+    clash = [key for key in ("leader", "replicas", "partitions") if key in doc]
+    if clash:
+        raise ScenarioError(
+            f"{origin}: {', '.join(clash)} cannot go with topics: give each topic its "
+            "partitions and replicas, like topics: {foo: {partitions: 2, replicas: [1, 2]}}"
+        )
+
+
+def _check_partition_names(scenario: Scenario, cluster: Cluster, origin: str) -> None:
+    """Every partition a step or an expectation names exists: N (partition N of the first
+    topic) or "topic-N"."""
+    for step in scenario.steps:
+        where = f"{origin}: step {step.index} ({step.kind})"
+        named = [step.args.get("partition")]
+        if step.kind == "consumer":
+            named += list(step.args["settings"].get("partitions") or [])
+        if step.kind == "send_offsets":
+            named += list(step.args.get("offsets") or {})
+        if step.kind == "check":
+            named += _expected_partitions(step.args["expect"])
+        _check_names(cluster, [p for p in named if p is not None], where)
+    _check_names(cluster, _expected_partitions(scenario.expect), f"{origin}: expect")
+    for i, variant in enumerate(scenario.variants, start=1):
+        _check_names(cluster, _expected_partitions(variant.expect), f"{origin}: variant {i}")
+
+
+def _expected_partitions(expect: Mapping[str, Any]) -> list[Any]:
+    found: list[Any] = []
+    for key in ("partitions", "lso"):
+        if isinstance(expect.get(key), Mapping):
+            found += list(expect[key])
+    return found
+
+
+def _check_names(cluster: Cluster, names: list[Any], where: str) -> None:
+    for name in names:
+        try:
+            cluster.partition_name(name)
+        except ActionError as err:
+            raise ScenarioError(f"{where}: {err}") from None
 
 
 def _int(value: Any, what: str, minimum: int) -> int:
@@ -711,7 +764,10 @@ def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
             if {str(k): str(v) for k, v in (want or {}).items()} != got:
                 out.append(f"errors: expected {want!r}, got {got!r}")
         elif key == "partitions":
-            out += _check_partitions(want or {}, got)
+            out += _check_partitions(_by_name(cluster, want), got)
+        elif key == "lso":
+            if _by_name(cluster, want) != got:
+                out.append(f"lso: expected {want!r}, got {got!r}")
         elif key in _AS_ENTRY_SETS:
             out += _check_entries(key, want, got)
         elif key == "producers":
@@ -734,6 +790,18 @@ def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
                 out.append(f"{key}: expected {want!r}, got {count} ({got!r})")
         elif want != got:
             out.append(f"{key}: expected {want!r}, got {got!r}")
+    return out
+
+
+def _by_name(cluster: Cluster, want: Any) -> dict[str, Any]:
+    """An expectation keyed by partition, with N written out as the first topic's "topic-N"
+    (a name that does not exist is kept, and reported as missing)."""
+    out: dict[str, Any] = {}
+    for tp, value in (want or {}).items():
+        try:
+            out[cluster.partition_name(tp)] = value
+        except ActionError:
+            out[str(tp)] = value
     return out
 
 
@@ -761,7 +829,7 @@ def _check_partitions(want: Mapping[str, Any], got: Mapping[str, Any]) -> list[s
             continue
         for key, w in (keys or {}).items():
             g = actual.get(key)
-            if key in ("hw", "leo", "logs", "hw_checkpoint", "log_start_offset"):
+            if key in _BROKER_MAPS:
                 for b, wb in (w or {}).items():
                     if g.get(int(b)) != wb:
                         out.append(
@@ -769,7 +837,7 @@ def _check_partitions(want: Mapping[str, Any], got: Mapping[str, Any]) -> list[s
                         )
             elif key in ("isr", "maximal_isr", "pending_isr"):
                 if (w is None) != (g is None) or sorted(w or []) != sorted(g or []):
-                    out.append(f"partitions[{tp}].isr: expected {w!r}, got {g!r}")
+                    out.append(f"partitions[{tp}].{key}: expected {w!r}, got {g!r}")
             elif w != g:
                 out.append(f"partitions[{tp}].{key}: expected {w!r}, got {g!r}")
     return out

@@ -1,4 +1,5 @@
-"""The Cluster: one replicated partition on a set of brokers, with ZooKeeper and a controller.
+"""The Cluster: replicated partitions of one topic (or several) on a set of brokers, with
+ZooKeeper and a controller.
 
 This is the facade lessons and scenarios use. In **stepped** mode nothing happens unless a step
 asks for it: each step runs to quiescence (the messages it causes are delivered), followers fetch
@@ -60,8 +61,10 @@ ALTER_PARTITION_ERRORS = (
     msgs.FENCED_LEADER_EPOCH,
     msgs.INELIGIBLE_REPLICA,
     msgs.NOT_CONTROLLER,
-    "NEW_LEADER_ELECTED",
-    "UNKNOWN_TOPIC_OR_PARTITION",
+    msgs.NEW_LEADER_ELECTED,
+    msgs.UNKNOWN_TOPIC_OR_PARTITION,
+    msgs.INVALID_REQUEST,
+    msgs.UNKNOWN_SERVER_ERROR,
 )
 
 
@@ -89,7 +92,15 @@ class ReplicaView:
 
 
 class Cluster:
-    """A simulated Kafka cluster holding one partition.
+    """A simulated Kafka cluster holding one partition, or several partitions of one topic or
+    of several ``topics``.
+
+    ``topics`` lists topic names (one partition each) or maps each name to its number of
+    partitions or to ``{"partitions": N, "replicas": R}``, R being a replication factor, a
+    broker list (a one-partition topic) or ``{partition: [brokers]}``. The first topic is the
+    default one: a partition given as a number N (``partition=1``) is its partition N; any
+    other is named "topic-N". Each topic is placed as Kafka's AdminUtils places a new topic,
+    with its own random start drawn from ``seed``.
 
     ``rules`` replaces some of the brokers' HW, truncation and sequence-number rules with your
     own functions (:class:`kafkalab.Rules`); by default every broker applies Kafka's.
@@ -112,6 +123,7 @@ class Cluster:
         mode: str = "stepped",
         latency_ms: tuple[int, int] = (1, 5),
         topic: str = "demo",
+        topics: Mapping[str, Any] | Iterable[str] | None = None,
         trace_messages: bool = True,
         check_invariants: bool = False,
         loss_rate: float = 0.0,
@@ -149,10 +161,14 @@ class Cluster:
         self.broker_ids = list(range(1, brokers + 1))
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise ConfigError(f"partitions={partitions!r} is not allowed: use a whole number >= 1")
-        self.topic = topic
         self.racks = dict(racks or {})
-        self.assignment = self._assign(partitions, leader, replicas)
-        self.tp = f"{topic}-0"  # the partition the single-partition API talks about
+        if topics is None:
+            self.topic = topic
+            self.topics = [topic]
+            self.assignment = self._assign(topic, partitions, leader, replicas)
+        else:
+            self.assignment = self._assign_topics(topics, topic, partitions, leader, replicas)
+        self.tp = f"{self.topic}-0"  # the partition the single-partition API talks about
         self.replicas = self.assignment[self.tp]
         for tp_replicas in self.assignment.values():
             check_min_isr(self.config, len(tp_replicas))
@@ -179,9 +195,18 @@ class Cluster:
 
     # ---- construction ----------------------------------------------------------------------
 
-    def _assign(self, partitions: int, leader: int | None, replicas: Any) -> dict[str, list[int]]:
+    def _assign(
+        self,
+        topic: str,
+        partitions: int,
+        leader: int | None,
+        replicas: Any,
+        rf: int | None = None,
+        stream: str = "assignment",
+    ) -> dict[str, list[int]]:
         """Partition 0 alone follows ``leader``/``replicas``; several partitions are placed as
-        Kafka's AdminUtils does (racks included), unless ``replicas`` maps each one."""
+        Kafka's AdminUtils does (racks included), unless ``replicas`` maps each one. ``stream``
+        names the random stream the placement draws from."""
         if isinstance(replicas, Mapping):
             if sorted(replicas) != list(range(partitions)):
                 raise ConfigError(
@@ -189,20 +214,49 @@ class Cluster:
                     f"0..{partitions - 1} to its brokers"
                 )
             return {
-                f"{self.topic}-{p}": self._choose_replicas(None, r)
+                f"{topic}-{p}": self._choose_replicas(None, r, rf, stream)
                 for p, r in sorted(replicas.items())
             }
         if partitions == 1:
-            return {f"{self.topic}-0": self._choose_replicas(leader, replicas)}
+            return {f"{topic}-0": self._choose_replicas(leader, replicas, rf, stream)}
         if leader is not None or replicas is not None:
             raise ConfigError(
                 "leader and a replica list describe one partition: with partitions > 1 give "
                 "replicas as a mapping {partition: [brokers]}, or let Kafka's assignment choose"
             )
-        rf = self._replication_factor()
-        rng = random.Random(f"{self.seed}:assignment")
+        rf = self._replication_factor(rf)
+        rng = random.Random(f"{self.seed}:{stream}")
         placed = assign_replicas(self.broker_ids, partitions, rf, rng, racks=self.racks or None)
-        return {f"{self.topic}-{p}": r for p, r in sorted(placed.items())}
+        return {f"{topic}-{p}": r for p, r in sorted(placed.items())}
+
+    def _assign_topics(
+        self, topics: Any, topic: str, partitions: int, leader: Any, replicas: Any
+    ) -> dict[str, list[int]]:
+        """Place each of several topics as Kafka places a topic it creates: the first one draws
+        from the cluster's assignment stream (so ``topics={"demo": 3}`` is ``partitions=3``),
+        each further one from its own, so its random start index is its own."""
+        if partitions != 1 or replicas is not None or leader is not None:
+            raise ConfigError(
+                "partitions, replicas and leader describe the one topic: with topics=... give "
+                "each topic its partitions and replicas, like {'foo': {'partitions': 2, "
+                "'replicas': 2}}"
+            )
+        specs = _topic_specs(topics, len(self.broker_ids))
+        if topic not in ("demo", specs[0][0]):
+            raise ConfigError(
+                f"topic={topic!r} is not allowed with topics: the first of topics "
+                f"({specs[0][0]!r}) is the default topic"
+            )
+        self.topic = specs[0][0]
+        self.topics = [name for name, *_ in specs]
+        assignment: dict[str, list[int]] = {}
+        for i, (name, count, placement, rf) in enumerate(specs):
+            stream = "assignment" if i == 0 else f"assignment:{name}"
+            try:
+                assignment.update(self._assign(name, count, None, placement, rf, stream))
+            except (ConfigError, ActionError) as err:
+                raise ConfigError(f"topic {name!r}: {err}") from None
+        return assignment
 
     def _add_internal_partitions(
         self, transactional_ids: Iterable[str], groups: Iterable[str]
@@ -217,8 +271,8 @@ class Cluster:
             rng = random.Random(f"{self.seed}:{tp}")
             self.assignment[tp] = assign_replicas(self.broker_ids, 1, rf, rng)[0]
 
-    def _replication_factor(self) -> int:
-        rf = self.config.replication_factor or len(self.broker_ids)
+    def _replication_factor(self, rf: int | None = None) -> int:
+        rf = rf or self.config.replication_factor or len(self.broker_ids)
         if rf > len(self.broker_ids):
             raise ConfigError(
                 f"replication.factor={rf} is not allowed with {len(self.broker_ids)} brokers: "
@@ -226,8 +280,14 @@ class Cluster:
             )
         return rf
 
-    def _choose_replicas(self, leader: int | None, replicas: Iterable[int] | None) -> list[int]:
-        rf = self._replication_factor()
+    def _choose_replicas(
+        self,
+        leader: int | None,
+        replicas: Iterable[int] | None,
+        rf: int | None = None,
+        stream: str = "assignment",
+    ) -> list[int]:
+        rf = self._replication_factor(rf)
         if rf > len(self.broker_ids):
             raise ConfigError(
                 f"replication.factor={rf} is not allowed with {len(self.broker_ids)} brokers: "
@@ -245,7 +305,7 @@ class Cluster:
         elif rf == len(self.broker_ids):
             chosen = list(self.broker_ids)
         else:
-            rng = random.Random(f"{self.seed}:assignment")
+            rng = random.Random(f"{self.seed}:{stream}")
             chosen = assign_replicas(self.broker_ids, 1, rf, rng, racks=self.racks or None)[0]
         if leader is not None and leader not in chosen:
             raise ConfigError(
@@ -469,8 +529,8 @@ class Cluster:
         if not isinstance(name, str) or not name or name in self.sim.actors:
             raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
         values = _client_settings("producer", ProducerSettings, settings)
-        if "acks" in values:
-            values["acks"] = self._acks(values["acks"])
+        # The producer's own default follows the release: acks=1 before 3.0, all since (KIP-679).
+        values["acks"] = self._acks(values.get("acks", self.config.acks))
         if "enable_idempotence" not in values:
             values["enable_idempotence"] = self.config.enable_idempotence and _idempotence_fits(
                 values
@@ -903,8 +963,15 @@ class Cluster:
                 raise ActionError(
                     f"{key.replace('_', '.')} cannot be changed for {what}: use one of {names}"
                 )
-        if topic is not None and topic != self.topic:
-            raise ActionError(f"topic {topic!r} does not exist: the topic is {self.topic!r}")
+        if topic is not None and topic not in self.topics:
+            raise ActionError(
+                f"topic {topic!r} does not exist: topics are {', '.join(map(repr, self.topics))}"
+            )
+        if topic is not None and len(self.topics) > 1:
+            raise ActionError(
+                f"a topic-level setting needs a cluster with one topic, and this one has "
+                f"{', '.join(self.topics)}: set it for every broker (leave out topic)"
+            )
         if broker is not None:
             self._check_broker(broker)
         saved = (dict(self._dynamic), dict(self._topic_overrides), dict(self._broker_dynamic))
@@ -1189,14 +1256,29 @@ class Cluster:
         """The partition names, such as "demo-0"."""
         return list(self.assignment)
 
+    def partition_name(self, partition: int | str | None) -> str:
+        """The full name of a partition: a number N (or "N") is partition N of the default
+        topic, the first one; "topic-N" names any partition; None is the default topic's
+        partition 0."""
+        return self._tp(partition)
+
     def _tp(self, partition: int | str | None) -> str:
         if partition is None:
             return self.tp
-        tp = f"{self.topic}-{partition}" if isinstance(partition, int) else str(partition)
+        numbered = isinstance(partition, int) or (
+            isinstance(partition, str) and partition.isdigit()
+        )
+        if isinstance(partition, bool) or not isinstance(partition, int | str):
+            tp = None
+        else:
+            tp = f"{self.topic}-{int(partition)}" if numbered else str(partition)
         if tp not in self.assignment:
+            data = [t for t in self.assignment if not t.startswith("__")]
+            internal = [t for t in self.assignment if t.startswith("__")]
+            also = f" (and {', '.join(internal)})" if internal else ""
             raise ActionError(
-                f"partition {partition!r} does not exist: partitions are "
-                f"{', '.join(self.assignment)}"
+                f"partition {partition!r} does not exist: partitions are {', '.join(data)}"
+                f"{also}; a number N names partition N of {self.topic}"
             )
         return tp
 
@@ -1293,6 +1375,7 @@ class Cluster:
             "hw": {b: v.hw for b, v in views.items()},
             "leo": {b: v.leo for b, v in views.items()},
             "logs": {b: v.values for b, v in views.items()},
+            "epoch_cache": {b: [list(e) for e in v.epoch_cache] for b, v in views.items()},
             "hw_checkpoint": {b: v.hw_checkpoint for b, v in views.items()},
             "log_start_offset": {b: v.log_start_offset for b, v in views.items()},
             **self._isr_in_flight(tp, st),
@@ -1392,10 +1475,96 @@ class Cluster:
         return out
 
 
+TOPIC_SPEC_KEYS = ("partitions", "replicas")
+_TOPIC_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def _topic_specs(topics: Any, brokers: int) -> list[tuple[str, int, Any, int | None]]:
+    """``topics`` as (name, partitions, placement, replication factor) per topic, in order:
+    a list of names (one partition each) or a mapping of name to a number of partitions or to
+    ``{partitions, replicas}``; ``replicas`` is a replication factor or an explicit placement
+    (a broker list, or a mapping of partition to brokers)."""
+    if isinstance(topics, str) or not isinstance(topics, Mapping | list | tuple):
+        raise ConfigError(
+            f"topics={topics!r} is not allowed: use a list of topic names, or a mapping of "
+            "each name to its partitions (a number, or {partitions: N, replicas: R})"
+        )
+    if not topics:
+        raise ConfigError("topics is empty: name at least one topic")
+    items = list(topics.items()) if isinstance(topics, Mapping) else [(t, 1) for t in topics]
+    specs: list[tuple[str, int, Any, int | None]] = []
+    for name, spec in items:
+        _check_topic_name(name)
+        if any(name == seen for seen, *_ in specs):
+            raise ConfigError(f"topic {name!r} is named twice: name each topic once")
+        specs.append((name, *_topic_spec(name, spec, brokers)))
+    return specs
+
+
+def _check_topic_name(name: Any) -> None:
+    """Kafka's Topic.validate (legal characters, at most 249 of them); a leading "__" is kept
+    for the internal topics, and a name of digits alone would read as a partition number."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or len(name) > 249
+        or not set(name) <= _TOPIC_NAME_CHARS
+        or name in (".", "..")
+        or name.startswith("__")
+        or name.isdigit()
+    ):
+        raise ConfigError(
+            f"topic name {name!r} is not allowed: use letters, digits, '.', '_' and '-' (at "
+            "most 249), not digits alone and not a leading '__' (internal topics)"
+        )
+
+
+def _topic_spec(name: str, spec: Any, brokers: int) -> tuple[int, Any, int | None]:
+    if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
+        spec = {"partitions": 1 if spec is None else spec}
+    if not isinstance(spec, Mapping):
+        raise ConfigError(
+            f"topics[{name}]={spec!r} is not allowed: give a number of partitions or "
+            "{partitions: N, replicas: R}"
+        )
+    for key in spec:
+        if key not in TOPIC_SPEC_KEYS:
+            raise ConfigError(
+                f"topics[{name}]: unknown key {key!r}{did_you_mean(str(key), TOPIC_SPEC_KEYS)}; "
+                f"allowed: {', '.join(TOPIC_SPEC_KEYS)}"
+            )
+    count = spec.get("partitions", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ConfigError(
+            f"topics[{name}].partitions={count!r} is not allowed: use a whole number >= 1"
+        )
+    replicas = spec.get("replicas")
+    if isinstance(replicas, bool) or not (
+        replicas is None or isinstance(replicas, int | list | tuple | Mapping)
+    ):
+        raise ConfigError(
+            f"topics[{name}].replicas={replicas!r} is not allowed: use a replication factor "
+            f"1..{brokers}, a broker list (one partition) or {{partition: [brokers]}}"
+        )
+    if isinstance(replicas, int):
+        if not 1 <= replicas <= brokers:
+            raise ConfigError(
+                f"topics[{name}].replicas={replicas} is not allowed: use a replication factor "
+                f"1..{brokers}, a broker list (one partition) or {{partition: [brokers]}}"
+            )
+        return count, None, replicas
+    if isinstance(replicas, list | tuple) and count != 1:
+        raise ConfigError(
+            f"topics[{name}].replicas={list(replicas)!r} is not allowed with {count} "
+            "partitions: map each partition to its brokers, like {0: [1, 2], 1: [2, 3]}"
+        )
+    return count, replicas, None
+
+
 def _idempotence_fits(values: Mapping[str, Any]) -> bool:
-    """ProducerConfig.postProcessAndValidateIdempotenceConfigs (since 3.0.1/3.2.0,
-    KAFKA-13598): idempotence on by default only where the other settings allow it; asked for
-    explicitly against them, it is an error."""
+    """ProducerConfig.postProcessAndValidateIdempotenceConfigs (KAFKA-13673, 3.0.1/3.1.1/3.2.0):
+    idempotence on by default only where the other settings allow it; asked for explicitly
+    against them, it is an error."""
     acks = values.get("acks", -1)
     retries = values.get("retries", 1)
     in_flight = values.get("max_in_flight_requests_per_connection", 5)

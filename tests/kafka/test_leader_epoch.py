@@ -63,13 +63,17 @@ def test_leader_epoch_increases_between_leader_restarts(mode: str) -> None:
 # method: shouldSendLeaderEpochRequestAndGetAResponse
 @pytest.mark.parametrize("mode", MODES)
 def test_leader_epoch_request_gets_a_response(mode: str) -> None:
-    # foo-0 on 100 (broker 1), foo-1 on 101 (broker 2); bar-0 is left out (one topic here)
-    c = Cluster(3, partitions=2, replicas={0: [1], 1: [2]}, config={"controller_mode": mode})
+    # brokers 100, 101, 102 are 1, 2, 3: foo-0 on 100, foo-1 on 101, bar-0 on 100
+    topics = {"foo": {"partitions": 2, "replicas": {0: [1], 1: [2]}}, "bar": {"replicas": [1]}}
+    c = Cluster(3, topics=topics, config={"controller_mode": mode})
     for _ in range(10):
-        c.produce("IHeartLogs", partition=0)
+        c.produce("IHeartLogs", partition="foo-0")
     for _ in range(20):
-        c.produce("OhAreThey", partition=1)
-    assert answer(c, 1, 0, "demo-0")[1] == 10
-    epoch, end, error = answer(c, 1, 0, "demo-1")  # not on broker 1
+        c.produce("OhAreThey", partition="foo-1")
+    for _ in range(30):
+        c.produce("IReallyDo", partition="bar-0")
+    assert answer(c, 1, 0, "foo-0")[1] == 10
+    assert answer(c, 1, 0, "bar-0")[1] == 30
+    epoch, end, error = answer(c, 1, 0, "foo-1")  # not on broker 1
     assert (error, end) == ("NOT_LEADER_OR_FOLLOWER", -1)
-    assert answer(c, 2, 0, "demo-1")[1] == 20
+    assert answer(c, 2, 0, "foo-1")[1] == 20
