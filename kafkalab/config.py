@@ -15,6 +15,13 @@ from typing import Any
 
 from kafkalab.errors import ConfigError, did_you_mean
 
+# What one record weighs on the wire and on disk. The simulator's values are short names
+# ("m1"), so every record counts as 100 bytes (value, key, headers and its share of the batch
+# header), the record size of Kafka's own kafka-producer-perf-test examples. It is what
+# replica.fetch.max.bytes (10485 records at the default 1 MiB) and a throttled link's bandwidth
+# are measured in, and segment.bytes and retention.bytes.
+RECORD_BYTES = 100
+
 __all__ = ["PRESETS", "Config", "make_config", "normalize_key"]
 
 ACKS_ALLOWED = ("0", "1", "all", "-1")
@@ -53,6 +60,12 @@ class Config:
     replica_fetch_max_bytes: int = 1048576  # per partition and fetch; at least one record
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
+    # Size retention (log.retention.bytes; -1 keeps everything): every
+    # log.retention.check.interval.ms each replica deletes its oldest whole segments of
+    # log.segment.bytes while the log stays at least that large, never past the HW.
+    retention_bytes: int = -1
+    segment_bytes: int = 1073741824
+    log_retention_check_interval_ms: int = 300000
     zookeeper_session_timeout_ms: int = 18000
     unclean_leader_election_enable: bool = False
     leader_epochs: bool = True  # KIP-101 (0.11): truncate by OffsetsForLeaderEpoch, not to HW
@@ -264,6 +277,7 @@ def _validate(c: Config) -> None:
         "replica_lag_time_max_ms",
         "replica_fetch_backoff_ms",
         "replica_high_watermark_checkpoint_interval_ms",
+        "log_retention_check_interval_ms",
         "zookeeper_session_timeout_ms",
         "leader_imbalance_check_interval_ms",
         "broker_heartbeat_interval_ms",
@@ -296,6 +310,16 @@ def _validate(c: Config) -> None:
         if c.replication_factor < 1:
             raise ConfigError(f"replication.factor={c.replication_factor} is not allowed: use >= 1")
         check_min_isr(c, c.replication_factor)
+    if c.retention_bytes < -1:
+        raise ConfigError(
+            f"retention.bytes={c.retention_bytes} is not allowed: use -1 (no size limit) or a "
+            "size in bytes >= 0"
+        )
+    if c.segment_bytes < RECORD_BYTES:
+        raise ConfigError(
+            f"segment.bytes={c.segment_bytes} is not allowed: use at least {RECORD_BYTES} "
+            "(one record)"
+        )
     if c.replica_fetch_max_bytes < 1:
         raise ConfigError(
             f"replica.fetch.max.bytes={c.replica_fetch_max_bytes} is not allowed: use >= 1 "

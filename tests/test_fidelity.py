@@ -463,3 +463,67 @@ def test_before_2_7_a_leader_wrote_the_isr_through_zookeeper(
     assert list(leader.isr) == isr
     if not alter_isr:
         assert c.sim.actors[1].controller.partitions[c.partitions()[0]].isr == (2, 4)
+
+
+def test_a_timer_that_fires_late_after_a_pause_can_be_armed_again() -> None:
+    """A leader paused past a fetch's max wait answers it late; the next waiting fetch must
+    still get its own timer (DelayedFetch expiry), or followers wait for request.timeout.ms."""
+    b = Broker(1, make_config(), {TP: Disk()}, auto_fetch=True)
+    deliver(b, m.UpdateMetadata(1, (1, 2)))
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2)))
+    deliver(b, m.FetchRequest(TP, 2, 0, None, 500, 1, 1048576), src=2)
+    late = Context(T0 + 3000, 1)
+    b.on_timer(late, "fetch_wait", TP)  # due at T0 + 500, run at T0 + 3000
+    assert sent(late, m.FetchResponse)
+    ctx = deliver(b, m.FetchRequest(TP, 2, 0, None, 500, 2, 1048576), src=2, now=T0 + 3100)
+    assert (500, "fetch_wait", TP) in ctx.timers
+
+
+# ---- size retention -----------------------------------------------------------------------------
+
+
+def _retained(**settings: Any) -> Cluster:
+    config = {"retention.bytes": 1000, "segment.bytes": 500, **settings}
+    c = Cluster(brokers=3, config={**config, "log.retention.check.interval.ms": 1000})
+    c.produce(values=[f"v{i}" for i in range(23)], acks=1)
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
+    return c
+
+
+def test_size_retention_deletes_whole_segments_down_to_the_limit() -> None:
+    """LogManager.cleanupLogs -> UnifiedLog.deleteRetentionSizeBreachedSegments: 23 records of
+    100 bytes in segments of 5; deleting [0, 5) and [5, 10) leaves 1300 bytes >= 1000, and one
+    more segment would leave 800."""
+    c = _retained()
+    c.advance(999)
+    assert c.state()["log_start_offset"][1] == 0, "not before the retention check"
+    c.advance(1)
+    starts = c.state()["log_start_offset"]
+    assert starts[1] == 10 and starts[3] == 10
+    assert starts[2] == 0, "a replica never deletes past its own HW (KAFKA-5634): broker 2's is 0"
+
+
+def test_without_a_size_limit_nothing_is_deleted_and_no_task_runs() -> None:
+    c = _retained(**{"retention.bytes": -1})
+    c.advance(5000)
+    assert set(c.state()["log_start_offset"].values()) == {0}
+    for limit, scheduled in ((-1, False), (0, True)):
+        ctx = Context(0, 1)
+        Broker(1, make_config({"retention.bytes": limit}), {TP: Disk()}, auto_fetch=True).start(ctx)
+        assert any(name == "log_retention" for _, name, _ in ctx.timers) == scheduled
+
+
+def test_retention_keeps_the_active_segment() -> None:
+    from kafkalab.protocol.log import Disk, Log
+
+    log = Log(Disk(tuple(Record(o, f"v{o}", 0) for o in range(10)), 0, ((0, 0),)))
+    log.hw = 10
+    assert log.retention_start(0, 500) == 5, "[5, 10) holds the LEO: it stays"
+
+
+def test_retention_settings_are_validated() -> None:
+    with pytest.raises(Exception, match=r"retention.bytes=-5 is not allowed: use -1"):
+        make_config({"retention.bytes": -5})
+    with pytest.raises(Exception, match=r"segment.bytes=10 is not allowed: use at least 100"):
+        make_config({"segment.bytes": 10})

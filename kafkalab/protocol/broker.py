@@ -232,7 +232,20 @@ class Broker:
             ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
             ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
         ctx.set_timer(self.config.replica_high_watermark_checkpoint_interval_ms, "hw_checkpoint")
+        if self.config.retention_bytes >= 0:  # LogManager's "kafka-log-retention" task
+            ctx.set_timer(self.config.log_retention_check_interval_ms, "log_retention")
         ctx.set_timer(self._isr_check_period_ms(), "isr_expiration")
+
+    def _apply_retention(self, ctx: Context) -> None:
+        """LogManager.cleanupLogs: every replica, leader or follower, deletes its own segments
+        past retention.bytes; the log start offset moves to the first segment kept."""
+        config = self.config
+        for r in self.partitions.values():
+            if r.tp.startswith("__"):
+                continue  # the internal topics keep their own retention, not modelled
+            start = r.log.retention_start(config.retention_bytes, config.segment_bytes)
+            if start is not None and r.log.increment_log_start_offset(start):
+                ctx.emit("log_start_offset", broker=self.id, tp=r.tp, offset=start)
 
     def _isr_check_period_ms(self) -> int:
         """ReplicaManager's "isr-expiration" task: every replica.lag.time.max.ms / 2 since 0.10.2
@@ -272,6 +285,9 @@ class Broker:
                 # The ZooKeeper client keeps trying to establish a session.
                 ctx.send(ZOOKEEPER, m.ZkRegister(self.id))
             ctx.set_timer(self.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
+        elif name == "log_retention":
+            self._apply_retention(ctx)
+            ctx.set_timer(self.config.log_retention_check_interval_ms, "log_retention")
         elif name == "hw_checkpoint":
             for r in self.partitions.values():
                 r.log.checkpoint_hw()
@@ -285,7 +301,8 @@ class Broker:
             ctx.set_timer(self._isr_check_period_ms(), "isr_expiration")
         elif name in _DEADLINE_TIMERS:
             r = self.partitions[data]
-            if r.armed.get(name) == ctx.now:
+            # A timer can fire late (its broker was paused): the entry it leaves is spent too.
+            if r.armed.get(name, ctx.now + 1) <= ctx.now:
                 del r.armed[name]
             getattr(self, _DEADLINE_TIMERS[name])(ctx, r)
         elif name == "fetch_backoff":

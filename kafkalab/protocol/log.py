@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kafkalab.config import RECORD_BYTES
+
 __all__ = [
     "RECORD_BYTES",
     "UNDEFINED_EPOCH",
@@ -18,12 +20,6 @@ __all__ = [
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
-# What one record weighs on the wire and on disk. The simulator's values are short names
-# ("m1"), so every record counts as 100 bytes (value, key, headers and its share of the batch
-# header), the record size of Kafka's own kafka-producer-perf-test examples. It is what
-# replica.fetch.max.bytes (10485 records at the default 1 MiB) and a throttled link's bandwidth
-# are measured in.
-RECORD_BYTES = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +174,26 @@ class Log:
         after = [e for e in self.epochs if e[1] > offset]
         self.epochs = ([(before[-1][0], offset)] if before else []) + after
         return True
+
+    def retention_start(self, retention_bytes: int, segment_bytes: int) -> int | None:
+        """UnifiedLog.deleteRetentionSizeBreachedSegments: the log start offset after deleting
+        the oldest whole segments while what remains is at least ``retention_bytes``, or None
+        when nothing goes. A segment holds ``segment_bytes`` of records (each RECORD_BYTES);
+        the active one, holding the LEO, is never deleted, nor one that reaches past the HW
+        (deleteOldSegments), so the log start offset never passes the HW."""
+        if retention_bytes < 0:
+            return None
+        per_segment = max(1, segment_bytes // RECORD_BYTES)
+        base = self.log_start_offset // per_segment * per_segment
+        excess = (self.leo - base) * RECORD_BYTES - retention_bytes
+        start = None
+        while base + per_segment < self.leo and base + per_segment <= self.hw:
+            if excess < per_segment * RECORD_BYTES:
+                break
+            excess -= per_segment * RECORD_BYTES
+            base += per_segment
+            start = base
+        return start
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
         """LeaderEpochFileCache.endOffsetFor on this log: see :func:`epoch_end_offset`."""

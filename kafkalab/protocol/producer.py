@@ -51,7 +51,7 @@ class Producer:
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         """Requests without a response within request.timeout.ms time out, oldest first."""
-        if self.armed_ms == ctx.now:
+        if self.armed_ms is not None and self.armed_ms <= ctx.now:  # on time, or late (paused)
             self.armed_ms = None
         for cid, deadline in list(self.deadlines.items()):
             if deadline > ctx.now:
