@@ -58,6 +58,9 @@ class Config:
     # answered as soon as the leader's HW is ahead of the HW last sent to that follower.
     follower_fetch_completes_on_hw_change: bool = False
     replica_fetch_max_bytes: int = 1048576  # per partition and fetch; at least one record
+    # 0.10.1 (KIP-74): the most one follower fetch response carries across its partitions; at
+    # least one record still, so a record above either limit is replicated.
+    replica_fetch_response_max_bytes: int = 10485760
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     # Size retention (log.retention.bytes; -1 keeps everything): every
@@ -122,6 +125,9 @@ class Config:
     # KIP-890 part 2 (4.0, transaction.version=2): every transaction ends with an epoch bump, and
     # partitions join a transaction through that same check.
     transaction_version: int = 1
+    # How often a transaction coordinator aborts the transactions open longer than their
+    # transaction.timeout.ms (60000 ms until 2.4, 10000 ms since 2.5).
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -284,6 +290,7 @@ def _validate(c: Config) -> None:
         "broker_session_timeout_ms",
         "controller_quorum_election_timeout_ms",
         "controller_quorum_fetch_timeout_ms",
+        "transaction_abort_timed_out_transaction_cleanup_interval_ms",
     ):
         value = getattr(c, name)
         if value < 1:
@@ -324,6 +331,11 @@ def _validate(c: Config) -> None:
         raise ConfigError(
             f"replica.fetch.max.bytes={c.replica_fetch_max_bytes} is not allowed: use >= 1 "
             "(bytes; a fetch returns at least one record whatever the limit)"
+        )
+    if c.replica_fetch_response_max_bytes < 0:
+        raise ConfigError(
+            f"replica.fetch.response.max.bytes={c.replica_fetch_response_max_bytes} is not "
+            "allowed: use >= 0 (bytes; a fetch returns at least one record whatever the limit)"
         )
     if c.replica_lag_max_messages is not None and c.replica_lag_max_messages < 1:
         raise ConfigError(

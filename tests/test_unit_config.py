@@ -174,6 +174,7 @@ def test_bad_acks_is_an_error_naming_the_allowed_values(bad):
         "replica.fetch.backoff.ms",
         "replica.high.watermark.checkpoint.interval.ms",
         "zookeeper.session.timeout.ms",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
     ],
 )
 @pytest.mark.parametrize("value", [-5, 0])

@@ -50,6 +50,34 @@ def test_a_bad_fetch_size_names_the_setting() -> None:
         make_config({"replica.fetch.max.bytes": 0})
 
 
+def test_the_response_limit_caps_a_fetch_when_it_is_the_smaller() -> None:
+    """KIP-74: replica.fetch.response.max.bytes bounds the whole response; a fetch here asks
+    for one partition, so the smaller limit applies, still at least one record."""
+    config = {"replica.fetch.response.max.bytes": 10 * RECORD_BYTES}
+    c = Cluster(brokers=2, leader=1, config=config)
+    c.produce("m", count=25, acks=1)
+    leos = []
+    for _ in range(3):
+        c.fetch(2)
+        leos.append(_leo(c, 2))
+    assert leos == [10, 20, 25]
+    c = Cluster(brokers=2, leader=1, config={"replica.fetch.response.max.bytes": 0})
+    c.produce("m", count=3, acks=1)
+    c.fetch(2)
+    assert _leo(c, 2) == 1
+
+
+def test_the_default_response_limit_is_ten_mebibytes() -> None:
+    assert make_config({}).replica_fetch_response_max_bytes == 10485760
+
+
+def test_a_bad_response_size_names_the_setting() -> None:
+    with pytest.raises(
+        ConfigError, match=r"replica\.fetch\.response\.max\.bytes=-1 is not allowed"
+    ):
+        make_config({"replica.fetch.response.max.bytes": -1})
+
+
 def _copy_time(throttle: float | None, count: int = 1000) -> int:
     """Timed mode: how long follower 2 takes to copy a burst of ``count`` records."""
     c = Cluster(brokers=2, leader=1, mode="timed", seed=1)

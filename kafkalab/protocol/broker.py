@@ -1394,6 +1394,7 @@ class Broker:
                 self.correlation,
                 self.config.replica_fetch_max_bytes,
                 self.session if self.kraft and self.session is not None else -1,
+                self.config.replica_fetch_response_max_bytes,
             )
         ctx.send(r.leader, req)
         if self._auto(r):
@@ -1519,8 +1520,11 @@ def _fetch_response(
 
 
 def _read(r: ReplicaState, req: m.FetchRequest) -> tuple[Any, ...]:
-    """UnifiedLog.read(maxLength = replica.fetch.max.bytes, minOneMessage = true): the records
-    from the fetch offset that fit in the request's byte budget, and always at least one, so a
-    follower makes progress whatever the limit (every record weighs RECORD_BYTES)."""
-    count = max(1, req.max_bytes // RECORD_BYTES)
+    """UnifiedLog.read(maxLength, minOneMessage = true): the records from the fetch offset that
+    fit in the request's byte budget, and always at least one, so a follower makes progress
+    whatever the limits (every record weighs RECORD_BYTES). ReplicaManager.readFromLocalLog caps
+    each partition's replica.fetch.max.bytes by what is left of the whole response's
+    replica.fetch.response.max.bytes (KIP-74); a fetch here asks for one partition, so the
+    smaller of the two applies."""
+    count = max(1, min(req.max_bytes, req.response_max_bytes) // RECORD_BYTES)
     return tuple(r.log.records[req.fetch_offset : req.fetch_offset + count])

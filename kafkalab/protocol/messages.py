@@ -136,6 +136,7 @@ class FetchRequest:
     correlation_id: int
     max_bytes: int = 1048576  # replica.fetch.max.bytes: the partition's share of the response
     broker_epoch: int = -1  # the follower's broker epoch (KRaft, KIP-903); -1: not checked
+    response_max_bytes: int = 10485760  # replica.fetch.response.max.bytes: the whole response
 
 
 @dataclass(slots=True)

@@ -36,7 +36,6 @@ __all__ = [
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 TRANSACTION_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions
-ABORT_TIMED_OUT_INTERVAL_MS = 10000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
 MARKER_RETRY_MS = 1000
 
 
@@ -114,7 +113,13 @@ class TransactionCoordinator:
         for meta in txns.values():
             if meta.state in (s.PREPARE_COMMIT, s.PREPARE_ABORT):
                 self._send_markers(ctx, part, meta)
-        ctx.set_timer(ABORT_TIMED_OUT_INTERVAL_MS, "txn_abort_timed_out", r.tp)
+        self._schedule_abort_timed_out(ctx, r.tp)
+
+    def _schedule_abort_timed_out(self, ctx: Context, tp: str) -> None:
+        """The next sweep for expired transactions, after
+        transaction.abort.timed.out.transaction.cleanup.interval.ms."""
+        interval = self.broker.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
+        ctx.set_timer(interval, "txn_abort_timed_out", tp)
 
     def unload(self, tp: str) -> None:
         self.led.pop(tp, None)
@@ -125,7 +130,7 @@ class TransactionCoordinator:
             return
         if name == "txn_abort_timed_out":
             self._abort_timed_out(ctx, tp, part)
-            ctx.set_timer(ABORT_TIMED_OUT_INTERVAL_MS, "txn_abort_timed_out", tp)
+            self._schedule_abort_timed_out(ctx, tp)
         elif name == "txn_markers":
             for txn_id in sorted(part.markers):
                 self._send_markers(ctx, part, part.txns[txn_id], retry=True)

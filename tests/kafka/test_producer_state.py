@@ -1,6 +1,7 @@
 """Kafka's ProducerStateManagerTest, translated onto kafkalab's ProducerStateManager: a client
 append is check() then (if accepted) observe() of the records; an end-transaction marker is an
-observed control record; check_marker() is the epoch check of appendEndTxnMarker.
+observed control record; check_marker() is the producer- and coordinator-epoch check of
+appendEndTxnMarker.
 
 Kafka test: ProducerStateManagerTest
 file: storage/src/test/java/org/apache/kafka/storage/internals/log/ProducerStateManagerTest.java
@@ -11,7 +12,11 @@ mode: unit test, not parameterized by quorum.
 from __future__ import annotations
 
 from kafkalab.protocol.log import Record
-from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER
+from kafkalab.protocol.messages import (
+    INVALID_PRODUCER_EPOCH,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    TRANSACTION_COORDINATOR_FENCED,
+)
 from kafkalab.protocol.producer_state import ProducerStateManager
 
 PID = 1
@@ -28,6 +33,18 @@ def client_append(
 
 def marker(psm: ProducerStateManager, epoch: int, control: str, offset: int, pid=PID) -> None:
     psm.observe([Record(offset, control, 0, pid, epoch, -1, -1, True, control)])
+
+
+def coordinator_marker(
+    psm: ProducerStateManager, epoch: int, control: str, offset: int, coordinator_epoch: int
+) -> str | None:
+    """A marker written by the coordinator (appendEndTxnMarker): checked, then appended."""
+    error = psm.check_marker(PID, epoch, coordinator_epoch)
+    if error is None:
+        psm.observe(
+            [Record(offset, control, 0, PID, epoch, -1, -1, True, control, coordinator_epoch)]
+        )
+    return error
 
 
 # method: testBasicIdMapping
@@ -115,3 +132,20 @@ def test_first_unstable_offset() -> None:
     marker(psm, 5, "ABORT", 112, pid=2)
     assert psm.first_unstable_offset(110) == 105
     assert psm.first_unstable_offset(113) is None
+
+
+# method: testCoordinatorFencing
+def test_coordinator_fencing() -> None:
+    psm = ProducerStateManager()
+    epoch = 5
+    client_append(psm, epoch, 0, 99, txn=True)
+    assert coordinator_marker(psm, epoch, "COMMIT", 100, coordinator_epoch=1) is None
+    assert psm.producers[PID].coordinator_epoch == 1
+    # the same coordinator epoch again, then a bumped one, are accepted
+    assert coordinator_marker(psm, epoch, "COMMIT", 101, coordinator_epoch=1) is None
+    assert coordinator_marker(psm, epoch, "COMMIT", 102, coordinator_epoch=2) is None
+    # an older coordinator epoch is a zombie coordinator's
+    assert (
+        coordinator_marker(psm, epoch, "COMMIT", 103, coordinator_epoch=1)
+        == TRANSACTION_COORDINATOR_FENCED
+    )
