@@ -154,14 +154,14 @@ def test_cluster_explorer_in_a_real_browser(lab: str, tmp_path: Path) -> None:
             page.locator("[data-command='runmenu:run-all']").first.click()
             explorer = page.locator(".kafkalab-explorer").first
             explorer.wait_for(state="attached")
-            # The notebook's code cells leave the explorer at step 5.
-            _wait_for_text(page, "step 5 of 15")
+            # The notebook's code cells leave the explorer at step 6.
+            _wait_for_text(page, "step 6 of 16")
             explorer.scroll_into_view_if_needed()
             logs = explorer.locator("img.kafkalab-logs")
             logs.wait_for()
             before_src, before_png = logs.get_attribute("src"), logs.screenshot()
             explorer.locator("button.kafkalab-crash").click()  # crash broker 1: a new branch
-            _wait_for_text(page, "step 6 of 6: crash 1")
+            _wait_for_text(page, "step 7 of 7: crash 1")
             page.wait_for_function(
                 "before => document.querySelector('img.kafkalab-logs').src !== before",
                 arg=before_src,
