@@ -150,6 +150,14 @@ def _grading(args: argparse.Namespace) -> int:
                 f"{row.submission}: {row.total:g} of {sum(row.possible.values()):g} ({row.status})"
             )
         print(f"wrote {args.out}")
+        failed = [row for row in rows if not row.graded]
+        if failed:
+            print(
+                f"kafkalab: could not grade {len(failed)} of {len(rows)} hand-ins: see their "
+                "status in the CSV",
+                file=sys.stderr,
+            )
+            return 1
         return 0
     if args.action == "build":
         for path in assignments.build(args.names or None):

@@ -72,7 +72,7 @@ def test_grade_a_folder_into_a_csv(submissions: Path, tmp_path: Path) -> None:
             "2",
         ]
     )
-    assert code == 0
+    assert code == 1  # the wrong assignment could not be graded
     rows = {r["submission"]: r for r in csv.DictReader(out.open())}
     header = ["submission", "follower_hw", "leader_hw", "predict_hw", "total", "possible"]
     assert list(next(iter(rows.values())))[:6] == header

@@ -229,6 +229,15 @@ class GradeRow:
     def total(self) -> float:
         return round(sum(self.scores.values()), 4)
 
+    @property
+    def graded(self) -> bool:
+        """Whether the hand-in was graded (an empty one is graded: it has no answers)."""
+        return self.status in (GRADED, NO_ANSWERS)
+
+
+GRADED = "graded"
+NO_ANSWERS = "no answers"
+
 
 def grade_folder(
     submissions: Path,
@@ -288,6 +297,10 @@ def _grade_one(
 ) -> GradeRow:
     cell_timeout_s, submission_timeout_s, time_limit_s = limits
     row = GradeRow(path.name, dict.fromkeys(questions, 0.0), dict(questions))
+    problem = _check_notebook(path)
+    if problem is not None:
+        row.status = problem
+        return row
     command = [
         sys.executable,
         "-m",
@@ -323,10 +336,42 @@ def _grade_one(
     if "error" in result:
         row.status = f"error: {result['error']}"
         return row
-    for name, score in result["scores"].items():
-        if name in row.scores:
-            row.scores[name] = float(score)
+    row.scores = honest_scores(result.get("scores"), questions)
     return row
+
+
+def honest_scores(reported: Any, questions: dict[str, float]) -> dict[str, float]:
+    """The points a grading run reported, kept within each question's: a question never scores
+    more than its points or less than 0, and anything that is not a finite number, or names no
+    question, counts for nothing."""
+    scores = dict.fromkeys(questions, 0.0)
+    if not isinstance(reported, dict):
+        return scores
+    for name, possible in questions.items():
+        value = reported.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if value == value and abs(value) != float("inf"):  # not NaN, not infinite
+            scores[name] = min(max(float(value), 0.0), possible)
+    return scores
+
+
+def _check_notebook(path: Path) -> str | None:
+    """Why a hand-in cannot be graded before running it: "invalid notebook: <reason>", or
+    "no answers" for a notebook with no code in it; None when it can be graded."""
+    if path.suffix != ".ipynb":
+        return None
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    except Exception as err:  # not JSON, not a notebook, or not a valid one
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return f"invalid notebook: {reason[:160]}"
+    if not any(c.cell_type == "code" and c.source.strip() for c in nb.cells):
+        return NO_ANSWERS
+    return None
 
 
 def _write_csv(rows: Sequence[GradeRow], questions: dict[str, float], out_csv: Path) -> None:
