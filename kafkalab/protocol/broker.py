@@ -184,7 +184,8 @@ class Broker:
         self.txn_coordinator = TransactionCoordinator(self)
         self.group_coordinator = GroupCoordinator(self)
         # Transactional produce requests waiting for the coordinator's verification (KIP-890).
-        self._verifying: dict[int, tuple[Any, m.ProduceRequest]] = {}
+        # correlation id -> (client, request, the coordinator asked; None: every broker)
+        self._verifying: dict[int, tuple[Any, m.ProduceRequest, Any]] = {}
         self._handlers = {
             m.ProduceRequest: self._on_produce,
             m.FetchRequest: self._on_fetch,
@@ -871,7 +872,9 @@ class Broker:
 
     def _verify(self, ctx: Context, src: Any, req: m.ProduceRequest) -> None:
         self.correlation += 1
-        self._verifying[self.correlation] = (src, req)
+        hosted = self.partitions.get(txn_partition(req.transactional_id))
+        coordinator = None if hosted is None else hosted.leader
+        self._verifying[self.correlation] = (src, req, coordinator)
         check = m.AddPartitionsToTxnRequest(
             req.transactional_id,
             req.producer_id,
@@ -880,9 +883,7 @@ class Broker:
             verify_only=self.config.transaction_version < 2,
             correlation_id=self.correlation,
         )
-        txn_tp = txn_partition(req.transactional_id)
-        hosted = self.partitions.get(txn_tp)
-        if hosted is not None and hosted.leader is None:
+        if hosted is not None and coordinator is None:
             unavailable = m.AddPartitionsToTxnResponse(
                 req.transactional_id, self.correlation, m.COORDINATOR_NOT_AVAILABLE
             )
@@ -892,7 +893,7 @@ class Broker:
         # as this broker's metadata names it. A broker without a replica of that partition has
         # no metadata for it in the simulator: it asks every broker, and only the coordinator
         # answers with more than NOT_COORDINATOR.
-        targets = [hosted.leader] if hosted is not None else self.known_brokers()
+        targets = [coordinator] if hosted is not None else self.known_brokers()
         for b in targets:
             ctx.send(b, check)
 
@@ -901,23 +902,17 @@ class Broker:
         becomes INVALID_PRODUCER_EPOCH, which producers expect here (AddPartitionsToTxnManager,
         3.6, KAFKA-14561); coordinator errors a client might not retry become the retriable
         NOT_ENOUGH_REPLICAS."""
-        if resp.correlation_id not in self._verifying:
+        pending = self._verifying.get(resp.correlation_id)
+        if pending is None:
             return
-        if resp.error == m.NOT_COORDINATOR and src != self._coordinator_of(resp.correlation_id):
+        if resp.error == m.NOT_COORDINATOR and src != pending[2]:
             return  # another broker's answer to the fallback broadcast
-        client, req = self._verifying.pop(resp.correlation_id)
+        client, req, _ = self._verifying.pop(resp.correlation_id)
         if resp.error != m.NONE:
             error = _VERIFICATION_ERRORS.get(resp.error, resp.error)
             self._reject(ctx, client, req, error)
             return
         self._on_produce(ctx, client, req, verified=True)
-
-    def _coordinator_of(self, correlation_id: int) -> Any:
-        """The broker this leader's metadata names as coordinator for a pending verification
-        (None when it has no metadata for it)."""
-        _, req = self._verifying[correlation_id]
-        hosted = self.partitions.get(txn_partition(req.transactional_id))
-        return None if hosted is None else hosted.leader
 
     def _reject(self, ctx: Context, src: Any, req: m.ProduceRequest, error: str) -> None:
         """Refuse a producer's batch without appending it."""
@@ -1113,28 +1108,33 @@ class Broker:
 
     def _complete_fetches(self, ctx: Context, r: ReplicaState) -> None:
         """DelayedFetch.tryComplete: new data completes every waiting fetch."""
-        waiting, r.delayed_fetches = r.delayed_fetches, []
-        for f in waiting:
-            self._answer_delayed_fetch(ctx, r, f)
+        self._answer_fetches_where(ctx, r, lambda f: True)
 
     def _complete_fetches_behind(self, ctx: Context, r: ReplicaState, hw: int) -> None:
         """DelayedFetch case H (2.4 to 2.5): a waiting follower fetch completes once the HW is
         ahead of what that follower was last told."""
+
+        def behind(f: DelayedFetch) -> bool:
+            remote = r.remotes.get(f.request.replica_id)
+            return remote is not None and remote.last_sent_hw < hw
+
+        self._answer_fetches_where(ctx, r, behind)
+
+    def _expire_fetches(self, ctx: Context, r: ReplicaState) -> None:
+        self._answer_fetches_where(ctx, r, lambda f: f.deadline_ms <= ctx.now)
+        if r.delayed_fetches:
+            self._arm(ctx, r, "fetch_wait", min(f.deadline_ms for f in r.delayed_fetches))
+
+    def _answer_fetches_where(
+        self, ctx: Context, r: ReplicaState, done: Callable[[DelayedFetch], bool]
+    ) -> None:
+        """Answer the waiting fetches ``done`` accepts, in arrival order; the rest wait on."""
         waiting, r.delayed_fetches = r.delayed_fetches, []
         for f in waiting:
-            remote = r.remotes.get(f.request.replica_id)
-            if remote is not None and remote.last_sent_hw < hw:
+            if done(f):
                 self._answer_delayed_fetch(ctx, r, f)
             else:
                 r.delayed_fetches.append(f)
-
-    def _expire_fetches(self, ctx: Context, r: ReplicaState) -> None:
-        due = [f for f in r.delayed_fetches if f.deadline_ms <= ctx.now]
-        r.delayed_fetches = [f for f in r.delayed_fetches if f.deadline_ms > ctx.now]
-        for f in due:
-            self._answer_delayed_fetch(ctx, r, f)
-        if r.delayed_fetches:
-            self._arm(ctx, r, "fetch_wait", min(f.deadline_ms for f in r.delayed_fetches))
 
     def _answer_delayed_fetch(self, ctx: Context, r: ReplicaState, f: DelayedFetch) -> None:
         """DelayedFetch.onComplete reads again (readFromPurgatory) without updating the
@@ -1284,9 +1284,14 @@ class Broker:
             zk_mode = self.config.controller_mode == "zk"
             target = ZOOKEEPER if zk_mode else self.controller_address
         ctx.emit("alter_isr", broker=self.id, tp=r.tp, isr=list(isr), reason=why)
+        self._send_alter_isr(ctx, r, isr, target)
+        ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
+
+    def _send_alter_isr(
+        self, ctx: Context, r: ReplicaState, isr: tuple[int, ...], target: Any
+    ) -> None:
         r.alter_isr_inflight, r.alter_isr_target = isr, target
         ctx.send(target, m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, isr))
-        ctx.set_timer(self.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
 
     def _on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
         """Partition.handleAlterPartitionUpdate and handleAlterPartitionError. An answer to a
@@ -1308,9 +1313,7 @@ class Broker:
             return
         if msg.error not in _ALTER_PARTITION_RESET and msg.error != m.NONE:
             if r.role == "leader":
-                r.alter_isr_inflight = proposed
-                request = m.AlterIsr(r.tp, self.id, r.leader_epoch, r.partition_epoch, proposed)
-                ctx.send(r.alter_isr_target, request)
+                self._send_alter_isr(ctx, r, proposed, r.alter_isr_target)
             return
         r.alter_isr_pending = False
         r.maximal_isr = ()

@@ -37,7 +37,7 @@ from kafkalab.protocol.actor import Context
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.transactions import txn_partition
 
-__all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand"]
+__all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand", "idempotence_fits"]
 
 # TransactionManager.State, reduced.
 UNINITIALIZED, READY, IN_TRANSACTION = "UNINITIALIZED", "READY", "IN_TRANSACTION"
@@ -87,8 +87,8 @@ class ProducerSettings:
                 "max.in.flight.requests.per.connection must be >= 1 and retries >= 0, got "
                 f"{self.max_in_flight_requests_per_connection} and {self.retries}"
             )
-        if self.enable_idempotence and (
-            self.acks != -1 or self.retries == 0 or self.max_in_flight_requests_per_connection > 5
+        if self.enable_idempotence and not idempotence_fits(
+            self.acks, self.retries, self.max_in_flight_requests_per_connection
         ):
             raise ConfigError(
                 "enable.idempotence=true needs acks=all, retries > 0 and "
@@ -96,6 +96,13 @@ class ProducerSettings:
                 f"{'all' if self.acks == -1 else self.acks}, retries={self.retries}, "
                 f"max.in.flight={self.max_in_flight_requests_per_connection})"
             )
+
+
+def idempotence_fits(acks: int, retries: int, max_in_flight: int) -> bool:
+    """ProducerConfig: idempotence needs acks=all, retries > 0 and at most 5 requests in
+    flight. Asked for against them it is an error; left unset, it is off
+    (postProcessAndValidateIdempotenceConfigs, KAFKA-13673, 3.0.1/3.1.1/3.2.0)."""
+    return acks == -1 and retries != 0 and max_in_flight <= 5
 
 
 @dataclass(frozen=True, slots=True)

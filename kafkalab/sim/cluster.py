@@ -22,7 +22,13 @@ from kafkalab.errors import ActionError, ConfigError, did_you_mean
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.assignment import assign_replicas
 from kafkalab.protocol.broker import Broker, FetchNow, Reconfigure, Stop
-from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings, TxnCommand
+from kafkalab.protocol.client import (
+    KafkaProducer,
+    ProduceCommand,
+    ProducerSettings,
+    TxnCommand,
+    idempotence_fits,
+)
 from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.controller import (
     ControllerNode,
@@ -532,8 +538,10 @@ class Cluster:
         # The producer's own default follows the release: acks=1 before 3.0, all since (KIP-679).
         values["acks"] = self._acks(values.get("acks", self.config.acks))
         if "enable_idempotence" not in values:
-            values["enable_idempotence"] = self.config.enable_idempotence and _idempotence_fits(
-                values
+            values["enable_idempotence"] = self.config.enable_idempotence and idempotence_fits(
+                values["acks"],
+                values.get("retries", 1),
+                values.get("max_in_flight_requests_per_connection", 5),
             )
         values.setdefault("request_timeout_ms", self.config.request_timeout_ms)
         txn_id = values.get("transactional_id")
@@ -1559,16 +1567,6 @@ def _topic_spec(name: str, spec: Any, brokers: int) -> tuple[int, Any, int | Non
             "partitions: map each partition to its brokers, like {0: [1, 2], 1: [2, 3]}"
         )
     return count, replicas, None
-
-
-def _idempotence_fits(values: Mapping[str, Any]) -> bool:
-    """ProducerConfig.postProcessAndValidateIdempotenceConfigs (KAFKA-13673, 3.0.1/3.1.1/3.2.0):
-    idempotence on by default only where the other settings allow it; asked for explicitly
-    against them, it is an error."""
-    acks = values.get("acks", -1)
-    retries = values.get("retries", 1)
-    in_flight = values.get("max_in_flight_requests_per_connection", 5)
-    return acks == -1 and retries != 0 and in_flight <= 5
 
 
 def _client_settings(
