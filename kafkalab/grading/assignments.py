@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,7 @@ __all__ = [
     "build",
     "grade_folder",
     "out_of_sync",
+    "parse_size",
     "repo_root",
     "resolve_source",
     "source_notebooks",
@@ -224,6 +226,7 @@ class GradeRow:
     scores: dict[str, float] = field(default_factory=dict)
     possible: dict[str, float] = field(default_factory=dict)
     status: str = "graded"
+    feedback: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -231,12 +234,15 @@ class GradeRow:
 
     @property
     def graded(self) -> bool:
-        """Whether the hand-in was graded (an empty one is graded: it has no answers)."""
-        return self.status in (GRADED, NO_ANSWERS)
+        """Whether the hand-in was graded: an empty one is (it has no answers), and so is one
+        whose cells hit a limit (those cells are left out); one that could not be read or ran
+        out of time as a whole is not."""
+        return self.status == NO_ANSWERS or self.status.startswith(_GRADED_PREFIXES)
 
 
 GRADED = "graded"
 NO_ANSWERS = "no answers"
+_GRADED_PREFIXES = (GRADED, "memory limit:", "timed out: cell")
 
 
 def grade_folder(
@@ -249,95 +255,233 @@ def grade_folder(
     time_limit_s: float = TIME_LIMIT_S,
     jobs: int | None = None,
     root: Path | None = None,
+    sandbox: str | None = None,
+    memory_bytes: int | None = None,
+    docker_image: str | None = None,
+    feedback_dir: Path | None = None,
 ) -> list[GradeRow]:
-    """Grade every ``*.ipynb`` (or ``*.zip``) in ``submissions`` against ``assignment``'s
-    public and hidden tests and write one CSV row per submission. Each submission runs in its
-    own process: a check of a learner's function stops after ``time_limit_s`` (the question
-    scores 0), a cell running longer than ``cell_timeout_s`` is interrupted (its questions score
-    0) and a submission running longer than ``submission_timeout_s`` scores 0 with status
-    "timed out". ``jobs`` submissions are graded at once (default: one per CPU, at most 4)."""
+    """Grade every ``*.ipynb`` (or Otter ``*.zip`` export) in ``submissions`` against
+    ``assignment``'s public and hidden tests and write one CSV row per submission.
+
+    Each hand-in gets a judge process (:mod:`kafkalab.grading.judge`) that runs the tests and
+    computes the score, and a worker in a sandbox (:mod:`kafkalab.grading.sandbox`, bubblewrap
+    unless ``sandbox`` says otherwise) that runs the hand-in's cells. A call of a learner's
+    function stops after ``time_limit_s`` (the check fails), a cell running longer than
+    ``cell_timeout_s`` or using more than ``memory_bytes`` is left out (the questions that need
+    it score 0), and a hand-in still grading after ``submission_timeout_s`` scores 0 with status
+    "timed out". ``jobs`` hand-ins are graded at once (default: one per CPU, at most 4).
+    ``feedback_dir`` receives one text file per hand-in with what each failing test said."""
+    from kafkalab.grading.sandbox import Limits, choose
+
     source = resolve_source(assignment, root)
     if not submissions.is_dir():
         raise ConfigError(f"submissions folder {str(submissions)!r} does not exist")
     files = sorted(p for p in submissions.iterdir() if p.suffix in (".ipynb", ".zip"))
     if not files:
         raise ConfigError(f"{str(submissions)!r} holds no .ipynb or .zip submissions")
-    with tempfile.TemporaryDirectory() as tmp:
-        zip_path = autograder_zip(source, Path(tmp))
-        questions = _questions(zip_path)
-        limits = (cell_timeout_s, submission_timeout_s, time_limit_s)
-        workers = jobs or min(4, os.cpu_count() or 1)
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # each job is a process
-            rows = list(pool.map(lambda p: _grade_one(p, zip_path, questions, limits), files))
+    if not out_csv.resolve().parent.is_dir():
+        raise ConfigError(f"--out {str(out_csv)!r}: the folder does not exist")
+    if feedback_dir is not None and feedback_dir.exists() and not feedback_dir.is_dir():
+        raise ConfigError(f"--feedback {str(feedback_dir)!r} is a file, not a folder")
+    limits = Limits(
+        memory_bytes=memory_bytes or Limits().memory_bytes,
+        cpu_seconds=max(1, int(submission_timeout_s)),
+    )
+    box = choose(sandbox, limits, docker_image or "kafkalab-grader")
+    workers = max(1, jobs or min(4, os.cpu_count() or 1))
+    slots: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for slot in range(workers):
+        slots.put(slot)
+    run_dir = Path(tempfile.mkdtemp(prefix="kafkalab-grade-"))
+    try:
+        made = assign(source, run_dir / "assign")
+        tests = _extract_tests(made.autograder, run_dir / "autograder")
+        questions = _questions_of(tests)
+        settings = _JudgeSettings(
+            source.stem, tests, box, cell_timeout_s, submission_timeout_s, time_limit_s, run_dir
+        )
+
+        def one(index_and_path: tuple[int, Path]) -> GradeRow:
+            slot = slots.get()
+            try:
+                return _grade_one(index_and_path, questions, settings, slot)
+            finally:
+                slots.put(slot)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # each job is a process
+            rows = list(pool.map(one, enumerate(files)))
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
     _write_csv(rows, questions, out_csv)
+    if feedback_dir is not None:
+        _write_feedback(rows, feedback_dir)
     return rows
 
 
-def _questions(zip_path: Path) -> dict[str, float]:
-    """Question name -> points, from the autograder's test files."""
+@dataclass(frozen=True)
+class _JudgeSettings:
+    assignment: str
+    tests: Path
+    sandbox: Any
+    cell_timeout_s: float
+    submission_timeout_s: float
+    time_limit_s: float
+    run_dir: Path
+
+
+def _extract_tests(autograder: Path, into: Path) -> Path:
+    """The ``tests`` folder of an autograder zip (the hidden tests: only the judge reads it)."""
     import zipfile
 
-    from otter.nbmeta_config import NBMetadataConfig
-    from otter.test_files import create_test_file
+    into.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(autograder) as zf:
+        for member in zf.namelist():
+            if member.startswith("tests/") and member.endswith(".py") and ".." not in member:
+                target = into / member
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(zf.read(member))
+    return into / "tests"
 
-    out: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(zip_path) as zf:
-        zf.extractall(tmp)
-        for test in sorted(Path(tmp, "tests").glob("*.py")):
-            tf = create_test_file(str(test), NBMetadataConfig())
-            out[tf.name] = float(tf.possible)
-    return out
+
+def _questions_of(tests: Path) -> dict[str, float]:
+    """Question name -> points, from the autograder's test files."""
+    from kafkalab.grading.judge import load_questions
+
+    return {q.name: q.possible for q in load_questions(tests)}
 
 
 def _grade_one(
-    path: Path,
-    zip_path: Path,
+    index_and_path: tuple[int, Path],
     questions: dict[str, float],
-    limits: tuple[int, int, float],
+    settings: _JudgeSettings,
+    slot: int,
 ) -> GradeRow:
-    cell_timeout_s, submission_timeout_s, time_limit_s = limits
+    index, path = index_and_path
     row = GradeRow(path.name, dict.fromkeys(questions, 0.0), dict(questions))
-    problem = _check_notebook(path)
+    problem = _check_notebook(path, settings.assignment)
     if problem is not None:
         row.status = problem
         return row
+    box = settings.sandbox
     command = [
         sys.executable,
         "-m",
-        "kafkalab.grading.runner",
-        str(zip_path),
+        "kafkalab.grading.judge",
+        "--tests",
+        str(settings.tests),
+        "--notebook",
         str(path.resolve()),
+        "--scratch",
+        str(settings.run_dir / f"handin-{index}"),
+        "--sandbox",
+        box.kind,
+        "--slot",
+        str(slot),
         "--cell-timeout",
-        str(cell_timeout_s),
+        f"{settings.cell_timeout_s:g}",
+        "--time-limit",
+        f"{settings.time_limit_s:g}",
+        "--memory",
+        str(box.limits.memory_bytes),
+        "--cpu",
+        str(box.limits.cpu_seconds),
+        "--image",
+        box.image,
     ]
-    env = {
-        **os.environ,
-        "JUPYTER_PREFER_ENV_PATH": "1",  # the kernel is this environment's python
-        "KAFKALAB_TIME_LIMIT_S": str(time_limit_s),
-    }
+    proc = subprocess.Popen(  # noqa: S603 - our own command line
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=submission_timeout_s,
-            check=False,
-            env=env,
-        )
+        out, err = proc.communicate(timeout=settings.submission_timeout_s)
     except subprocess.TimeoutExpired:
-        row.status = f"timed out after {submission_timeout_s} s"
+        _stop(proc)
+        row.status = f"timed out after {settings.submission_timeout_s:g} s"
         return row
     try:
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        result = json.loads(out.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (err.strip().splitlines() or ["no output"])[-1]
         row.status = f"error: {tail}"
         return row
-    if "error" in result:
-        row.status = f"error: {result['error']}"
+    if "status" in result:
+        row.status = str(result["status"])
         return row
     row.scores = honest_scores(result.get("scores"), questions)
+    row.feedback = result.get("feedback") or {}
+    row.status = _status(result, settings)
     return row
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """End a judge that ran out of time: SIGTERM lets it stop its worker, SIGKILL follows."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.communicate(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _status(result: dict[str, Any], settings: _JudgeSettings) -> str:
+    """ "graded", or what had to be left out: "memory limit: cell 4 (...) used more than
+    2 GiB", "timed out: cell 6 (...) ran past 30 s", "graded: cell 3 (...) ended its own
+    process", each followed by what it costs."""
+    memory = settings.sandbox.limits.memory_bytes
+    parts = []
+    for label, why in result.get("skipped") or []:
+        if why == "memory":
+            parts.append(f"memory limit: {label} used more than {_size(memory)}")
+        elif why == "timeout":
+            parts.append(f"timed out: {label} ran past {settings.cell_timeout_s:g} s")
+        else:
+            parts.append(f"graded: {label} ended its own process")
+    if not parts:
+        return GRADED
+    return "; ".join(parts) + " (left out: the questions that need it score 0)"
+
+
+def parse_size(text: str, option: str = "--memory") -> int:
+    """``2G``, ``1500M``, ``512K`` or a number of bytes, as bytes; ConfigError otherwise."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    body = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    unit = body[-1:] if body[-1:] in units else ""
+    number = body[: len(body) - len(unit)]
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        value = 0
+    if not value >= 64 << 20:
+        raise ConfigError(
+            f"{option} {text!r} is not allowed: use a size of at least 64M, such as 2G or 1500M"
+        )
+    return int(value)
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
+
+
+def _write_feedback(rows: Sequence[GradeRow], folder: Path) -> None:
+    """One text file per hand-in: its points per question and what each failing test said."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        lines = [f"{row.submission}: {_num(row.total)} of {_num(sum(row.possible.values()))}"]
+        lines.append(f"status: {row.status}")
+        for question, points in row.scores.items():
+            lines.append(f"\n{question}: {_num(points)} of {_num(row.possible[question])}")
+            lines += [f"  {m}" for m in row.feedback.get(question, [])]
+        write_atomically(folder / f"{Path(row.submission).stem}.txt", "\n".join(lines) + "\n")
 
 
 def honest_scores(reported: Any, questions: dict[str, float]) -> dict[str, float]:
@@ -356,22 +500,33 @@ def honest_scores(reported: Any, questions: dict[str, float]) -> dict[str, float
     return scores
 
 
-def _check_notebook(path: Path) -> str | None:
-    """Why a hand-in cannot be graded before running it: "invalid notebook: <reason>", or
-    "no answers" for a notebook with no code in it; None when it can be graded."""
-    if path.suffix != ".ipynb":
-        return None
-    import nbformat
+def _check_notebook(path: Path, assignment: str) -> str | None:
+    """Why a hand-in cannot be graded before running it: "invalid notebook: <reason>", "wrong
+    assignment: ..." for another assignment's notebook, or "no answers" for a notebook with no
+    code of the learner's in it; None when it can be graded."""
+    from kafkalab.grading.judge import notebook_cells
 
     try:
-        nb = nbformat.read(path, as_version=4)
-        nbformat.validate(nb)
-    except Exception as err:  # not JSON, not a notebook, or not a valid one
+        cells = notebook_cells(path)
+        name = _assignment_of(path)
+    except Exception as err:  # noqa: BLE001 - not JSON, not a notebook, or not a valid one
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return f"invalid notebook: {reason[:160]}"
-    if not any(c.cell_type == "code" and c.source.strip() for c in nb.cells):
+    if name is not None and name != assignment:
+        return f"wrong assignment: a notebook of {name!r}, not {assignment!r}"
+    if not cells:
         return NO_ANSWERS
     return None
+
+
+def _assignment_of(path: Path) -> str | None:
+    """The assignment a student notebook was generated for (Otter's metadata), if it says."""
+    from kafkalab.grading.judge import notebook_json
+
+    meta = notebook_json(path).get("metadata", {})
+    otter = meta.get("otter") if isinstance(meta, dict) else None
+    name = otter.get("assignment_name") if isinstance(otter, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _write_csv(rows: Sequence[GradeRow], questions: dict[str, float], out_csv: Path) -> None:

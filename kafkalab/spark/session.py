@@ -65,8 +65,11 @@ def find_java_home() -> Path | None:
 
 
 def scratch_dir() -> Path:
-    """Where Spark keeps its scratch files: ``tmp/spark`` in the project when kafkalab runs from
-    its source tree, else ``kafkalab-spark`` in the system's temp folder."""
+    """Where Spark keeps its scratch files: ``KAFKALAB_SCRATCH_DIR`` when set (a grading sandbox
+    sets it), else ``tmp/spark`` in the project when kafkalab runs from its source tree, else
+    ``kafkalab-spark`` in the system's temp folder."""
+    if os.environ.get("KAFKALAB_SCRATCH_DIR"):
+        return Path(os.environ["KAFKALAB_SCRATCH_DIR"])
     root = Path(__file__).resolve().parents[2]
     if (root / "pyproject.toml").is_file():
         return root / "tmp" / "spark"
