@@ -71,8 +71,9 @@ notebooks: install
 	$(BIN)/python tools/execute_notebooks.py
 
 exercises: install
-	$(BIN)/kafkalab exercises build
+	$(BIN)/kafkalab exercises build --no-bundles
 	$(BIN)/python tools/execute_notebooks.py solutions/*.ipynb
+	$(BIN)/kafkalab exercises build  # the notebooks are in sync now: this run writes the bundles in dist/
 
 grade: install
 	@if [ -z "$(ASSIGNMENT)" ]; then echo "usage: make grade ASSIGNMENT=03-hw-leo SUBMISSIONS=dir OUT=grades.csv"; exit 2; fi

@@ -6,9 +6,12 @@
                                        [--trace FILE]
     kafkalab simulate [--seed N] [--brokers N] [--duration-ms MS] [--set key=value ...]
                       [--no-faults] [--json] [--trace FILE]
-    kafkalab exercises build [NAME ...]      regenerate exercises/ and solutions/ (otter assign)
+    kafkalab exercises build [NAME ...] [--out DIR] [--no-bundles]
+                             regenerate exercises/ and solutions/ (otter assign), then write the
+                             student and instructor bundles into dist/ (or DIR)
     kafkalab exercises check                 are they what exercises/source generates?
     kafkalab grade SUBMISSIONS --assignment NAME --out grades.csv [--cell-timeout S]
+                   [--sandbox bwrap|docker|none] [--memory 2G] [--feedback DIR]
                    [--timeout S]
     kafkalab campaign list | show SPEC | validate SPEC
     kafkalab campaign run SPEC --out PATH [--master local[*]] [--overwrite] [--no-progress]
@@ -86,15 +89,24 @@ def _parser() -> argparse.ArgumentParser:
 def _grading_parsers(sub: Any) -> None:
     ex = sub.add_parser("exercises", help="generate the student and solution notebooks")
     exsub = ex.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    build = exsub.add_parser("build", help="regenerate exercises/ and solutions/ from sources")
+    build = exsub.add_parser(
+        "build",
+        help="regenerate exercises/ and solutions/ from sources, then write the student and "
+        "instructor bundles",
+    )
     build.add_argument("names", nargs="*", metavar="NAME", help="assignments (default: all)")
+    bundles = build.add_mutually_exclusive_group()
+    bundles.add_argument(
+        "--out", metavar="DIR", help="the folder the bundles go into (default: dist/)"
+    )
+    bundles.add_argument("--no-bundles", action="store_true", help="regenerate the notebooks only")
     exsub.add_parser("check", help="fail if a committed notebook differs from its source")
     grade = sub.add_parser("grade", help="grade a folder of submissions into a CSV")
     grade.add_argument("submissions", metavar="SUBMISSIONS", help="a folder of .ipynb files")
     grade.add_argument("--assignment", required=True, help="e.g. 03-hw-leo, or a source notebook")
     grade.add_argument("--out", required=True, metavar="CSV", help="the CSV file to write")
     grade.add_argument(
-        "--cell-timeout", type=int, default=30, metavar="S", help="seconds per cell (default 30)"
+        "--cell-timeout", type=int, default=60, metavar="S", help="seconds per cell (default 60)"
     )
     grade.add_argument(
         "--timeout", type=int, default=600, metavar="S", help="seconds per submission (600)"
@@ -108,6 +120,31 @@ def _grading_parsers(sub: Any) -> None:
     )
     grade.add_argument(
         "--jobs", type=int, default=None, metavar="N", help="submissions graded at once"
+    )
+    grade.add_argument(
+        "--sandbox",
+        default="bwrap",
+        choices=("bwrap", "docker", "none"),
+        help="where hand-ins run: bubblewrap (default), a Docker container, or no sandbox "
+        "(trusted notebooks only)",
+    )
+    grade.add_argument(
+        "--memory",
+        default="2G",
+        metavar="SIZE",
+        help="memory a hand-in may use, e.g. 2G or 1500M (default 2G)",
+    )
+    grade.add_argument(
+        "--docker-image",
+        default="kafkalab-grader",
+        metavar="IMAGE",
+        help="the image --sandbox docker runs (default kafkalab-grader)",
+    )
+    grade.add_argument(
+        "--feedback",
+        metavar="DIR",
+        default=None,
+        help="also write one text file per hand-in with what each failing test said",
     )
 
 
@@ -144,6 +181,10 @@ def _grading(args: argparse.Namespace) -> int:
             submission_timeout_s=args.timeout,
             time_limit_s=args.time_limit,
             jobs=args.jobs,
+            sandbox=args.sandbox,
+            memory_bytes=assignments.parse_size(args.memory, "--memory"),
+            docker_image=args.docker_image,
+            feedback_dir=Path(args.feedback) if args.feedback else None,
         )
         for row in rows:
             print(
@@ -160,13 +201,25 @@ def _grading(args: argparse.Namespace) -> int:
             return 1
         return 0
     if args.action == "build":
-        for path in assignments.build(args.names or None):
-            print(f"wrote {path.relative_to(assignments.repo_root())}")
-        return 0
+        return _build(args.names, args.out, bundled=not args.no_bundles)
     problems = assignments.out_of_sync()
     for line in problems:
         print(line)
     return 1 if problems else 0
+
+
+def _build(names: list[str], out: str | None, *, bundled: bool) -> int:
+    from kafkalab.grading import assignments, bundles
+
+    root = assignments.repo_root()
+    folder = bundles.out_folder(out) if bundled else None  # a bad --out fails before otter runs
+    written = assignments.build(names or None)
+    if folder is not None:
+        written += bundles.build_bundles(folder)
+    for path in written:
+        shown = path.relative_to(root) if root in path.parents else path
+        print(f"wrote {shown}{'/' if path.is_dir() else ''}")
+    return 0
 
 
 def _list() -> int:

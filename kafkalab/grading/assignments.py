@@ -50,7 +50,7 @@ __all__ = [
     "source_notebooks",
 ]
 
-CELL_TIMEOUT_S = 30
+CELL_TIMEOUT_S = 60  # a cell that starts Spark needs 10 to 30 s on a busy machine
 TIME_LIMIT_S = 10  # per check of a learner's function (kafkalab.grading.time_limit)
 SUBMISSION_TIMEOUT_S = 600
 # Notebook metadata that changes from one machine or run to the next.

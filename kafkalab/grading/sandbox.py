@@ -56,7 +56,7 @@ class Limits:
     memory_bytes: int = 2 << 30
     cpu_seconds: int = 600
     open_files: int = 4096
-    processes: int = 512  # threads count: a Spark driver runs about 150
+    processes: int = 2048  # threads count: a Spark driver runs several hundred
     file_bytes: int = 1 << 30
     tmp_bytes: int = 1 << 30
 
@@ -233,6 +233,7 @@ def _base_env(home: str) -> dict[str, str]:
         "IPYTHONDIR": f"{home}/.ipython",
         "PYTHONDONTWRITEBYTECODE": "1",
         "KAFKALAB_SCRATCH_DIR": f"{home}/spark",
+        "KAFKALAB_SPARK_DRIVER_MEMORY": "1g",  # the JVM then stays well within the memory limit
         "HADOOP_USER_NAME": "learner",
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,

@@ -82,13 +82,14 @@ def spark_session(
     master: str | None = "local[*]",
     *,
     app_name: str = "kafkalab",
-    driver_memory: str = "4g",
+    driver_memory: str | None = None,
     shuffle_partitions: int | None = None,
     conf: dict[str, str] | None = None,
 ) -> Any:
     """Start (or reuse) a SparkSession. ``master=None`` keeps what ``spark-submit`` chose;
-    ``shuffle_partitions`` defaults to twice the cores in local mode (Spark's 200 makes small
-    queries slow)."""
+    ``driver_memory`` defaults to ``KAFKALAB_SPARK_DRIVER_MEMORY`` or 4g (a grading sandbox sets
+    1g); ``shuffle_partitions`` defaults to twice the cores in local mode (Spark's 200 makes
+    small queries slow)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -100,6 +101,8 @@ def spark_session(
             f"--master {master!r} is not allowed: use local[*], local[N], spark://HOST:PORT, "
             "yarn or k8s://HOST:PORT"
         )
+    if driver_memory is None:  # a grading sandbox asks for less than a learner's machine has
+        driver_memory = os.environ.get("KAFKALAB_SPARK_DRIVER_MEMORY") or "4g"
     java_home = _prepare_environment(master)
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
