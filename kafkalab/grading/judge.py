@@ -219,7 +219,10 @@ class Channel:
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(fd, 1 << 16)
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except (OSError, ValueError):  # stopped meanwhile (over its memory)
+                chunk = b""
             if not chunk:
                 raise WorkerLost("the worker ended")
             self._buffer += chunk
@@ -244,31 +247,58 @@ class Channel:
             return
         while self.proc.poll() is None:
             try:
-                procs = [root, *root.children(recursive=True)]
-                used = 0
-                for p in procs:
-                    with contextlib.suppress(psutil.Error):
-                        used += p.memory_info().rss
+                used = sum(_memory(p) for p in [root, *root.children(recursive=True)])
             except psutil.Error:
                 return
             if used > limit:
                 self.memory_exceeded = True
-                self.kill()
+                self._signal()
                 return
             time.sleep(0.1)
 
-    def kill(self) -> None:
-        """Stop the worker and everything it started."""
+    def _signal(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
+
+    def kill(self) -> None:
+        """Stop the worker and everything it started (in bubblewrap, the whole process
+        namespace ends with it), and wait until they are gone."""
+        try:
+            import psutil
+
+            procs = psutil.Process(self.proc.pid).children(recursive=True)
+        except Exception:  # noqa: BLE001 - psutil missing, or the worker already gone
+            procs = []
+        self._signal()
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.kill()
+        if procs:
+            psutil.wait_procs(procs, timeout=5)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
+
+
+def _memory(proc: Any) -> int:
+    """A process's proportional share of memory (pages shared by forked processes counted
+    once in all), or its resident size where the kernel does not say."""
+    try:
+        with open(f"/proc/{proc.pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        return int(proc.memory_info().rss)
+    except Exception:  # noqa: BLE001 - the process is gone
+        return 0
 
 
 def _child_setup(sandbox: Sandbox) -> Any:
