@@ -42,6 +42,7 @@ SANDBOXES = ("bwrap", "docker", "none")
 # drop to an unprivileged id.
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts")
 DOCKER_IMAGE = "kafkalab-grader"
+_HOST_ONLY = ("PATH", "JAVA_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
 UID_BASE = 61000  # unprivileged ids the worker runs as when grading runs as root
 INSTALL_BWRAP = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
@@ -201,7 +202,7 @@ class Sandbox:
             "/tmp",
         ]
         for key, value in {**_base_env("/tmp"), **env}.items():
-            if key != "PATH":
+            if key not in _HOST_ONLY:  # paths of this machine mean nothing in the image
                 cmd += ["--env", f"{key}={value}"]
         return [*cmd, self.image, "python", "-I", "-m", "kafkalab.grading.worker"]
 
