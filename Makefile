@@ -13,6 +13,8 @@ STAMP := $(VENV)/.installed-stamp
 LAB_NOTEBOOK ?= notebooks/01-start-here.ipynb
 LAB_PORT ?= 8888
 PYTEST_ARGS ?=
+# Tests marked slow (every assignment's hostile hand-ins: an hour) run with `make test-slow`.
+PYTEST_MARKS ?= not slow
 BENCHMARKS := $(sort $(wildcard benchmarks/*.py))
 SUBMISSIONS ?= submissions
 ASSIGNMENT ?=
@@ -25,12 +27,13 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export JUPYTER_PREFER_ENV_PATH := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test install lint bench notebooks exercises grade clean distclean datasets \
+.PHONY: help lab test test-slow install lint bench notebooks exercises grade clean distclean datasets \
 	datasets-small
 
 help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
 	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs"
+	@echo "make test-slow  the slow tests: every assignment's hostile hand-ins (about an hour)"
 	@echo "make install    create $(VENV) and install kafkalab with all extras"
 	@echo "make lint       ruff check and ruff format --check"
 	@echo "make bench      run every benchmarks/*.py and print its figures"
@@ -57,7 +60,10 @@ lab: install
 
 test: install
 	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
-		--nbval-sanitize-with tools/nbval_sanitize.cfg $(PYTEST_ARGS)
+		--nbval-sanitize-with tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" $(PYTEST_ARGS)
+
+test-slow: install
+	$(BIN)/python -m pytest tests -m slow $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
