@@ -15,7 +15,7 @@ LAB_PORT ?= 8888
 PYTEST_ARGS ?=
 # Tests marked slow (every assignment's hostile hand-ins: an hour) run with `make test-slow`.
 PYTEST_MARKS ?= not slow
-BENCHMARKS := $(sort $(wildcard benchmarks/*.py))
+BENCHMARKS := $(sort $(filter-out benchmarks/_%,$(wildcard benchmarks/*.py)))
 SUBMISSIONS ?= submissions
 ASSIGNMENT ?=
 OUT ?= grades.csv

@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmark the working tree, installed or not
 
+from _table import table  # noqa: E402  (benchmarks/_table.py, next to this script)
+
 from kafkalab.grading.assignments import source_notebooks  # noqa: E402
 from tests.hostile import (  # noqa: E402
     Listener,
@@ -123,13 +125,6 @@ def measure(assignment: str, work: Path) -> AssignmentTiming:
     )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
-    body = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join([line, "-" * len(line), *body])
-
-
 def report(results: list[AssignmentTiming]) -> str:
     rows = [
         [
@@ -147,7 +142,7 @@ def report(results: list[AssignmentTiming]) -> str:
         for r in results
     ]
     lines = [
-        _table(
+        table(
             [
                 "assignment",
                 "hand-ins",

@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmark the working tree, installed or not
 
 import matplotlib  # noqa: E402
+from _table import table  # noqa: E402  (benchmarks/_table.py, next to this script)
 
 matplotlib.use("Agg")
 
@@ -98,13 +99,6 @@ def measure(name: str, repeats: int) -> ScenarioTiming:
     )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
-    body = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join([line, "-" * len(line), *body])
-
-
 def report(results: list[ScenarioTiming]) -> str:
     rows = []
     for r in results:
@@ -126,7 +120,7 @@ def report(results: list[ScenarioTiming]) -> str:
     over = sum(1 for t in every if t > BUDGET_MS)
     return "\n".join(
         [
-            _table(
+            table(
                 [
                     "scenario",
                     "steps",

@@ -33,6 +33,7 @@ import os
 import secrets
 import shlex
 import socket
+import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -544,14 +545,10 @@ while True:
         pass
 """
 
-_LOOPING_VALUE = """
-def _hx_forever(*args, **kwargs):
-    while True:
-        try:
-            while True:
-                pass
-        except BaseException:
-            pass
+_LOOPING_VALUE = (
+    "\ndef _hx_forever(*args, **kwargs):\n"
+    + textwrap.indent(_SWALLOW_LOOP.strip("\n"), "    ")
+    + """
 
 
 class _HxStuck:
@@ -559,6 +556,7 @@ class _HxStuck:
     __hash__ = __len__ = __iter__ = __bool__ = __repr__ = __str__ = _hx_forever
     __contains__ = __getitem__ = __call__ = _hx_forever
 """
+)
 
 _ESCAPE_SHELL_PREPARE = """
 import shlex
