@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -167,12 +168,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM while grading): stopped cleanly
+        print("kafkalab: interrupted", file=sys.stderr)
+        return 130
 
 
 def _grading(args: argparse.Namespace) -> int:
     from kafkalab.grading import assignments
 
     if args.command == "grade":
+        # SIGTERM ends grading like Ctrl-C: judges stopped, temporary files removed.
+        signal.signal(signal.SIGTERM, _raise_interrupt)
         rows = assignments.grade_folder(
             Path(args.submissions),
             args.assignment,
@@ -220,6 +226,10 @@ def _build(names: list[str], out: str | None, *, bundled: bool) -> int:
         shown = path.relative_to(root) if root in path.parents else path
         print(f"wrote {shown}{'/' if path.is_dir() else ''}")
     return 0
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _list() -> int:

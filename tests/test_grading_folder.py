@@ -114,3 +114,51 @@ def test_bad_grade_arguments_exit_2_with_one_line(
     assert "does not exist" in capsys.readouterr().err
     assert main(["grade", str(tmp_path), "--assignment", NAME, "--out", "g.csv"]) == 2
     assert "holds no .ipynb or .zip submissions" in capsys.readouterr().err
+
+
+def test_an_interrupted_grading_run_leaves_nothing_behind(
+    submissions: Path, tmp_path: Path
+) -> None:
+    """SIGTERM (or Ctrl-C) on kafkalab grade stops every judge and worker and removes the
+    temporary folder with the hidden tests."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    import psutil
+
+    before = set(Path(tempfile.gettempdir()).glob("kafkalab-grade-*"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkalab.cli", "grade", str(submissions), "--assignment", NAME]
+        + ["--out", str(tmp_path / "g.csv")],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    judges: list[psutil.Process] = []
+    while not judges and time.monotonic() < deadline:
+        time.sleep(0.2)
+        judges = [
+            p
+            for p in psutil.Process(proc.pid).children(recursive=True)
+            if "kafkalab.grading.judge" in " ".join(p.cmdline())
+        ]
+    assert judges, "no judge started"
+    family = psutil.Process(proc.pid).children(recursive=True)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "kafkalab: interrupted" in err
+    time.sleep(1)
+    alive = []
+    for p in family:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p.cmdline())
+        except psutil.NoSuchProcess:
+            pass
+    assert not alive
+    assert set(Path(tempfile.gettempdir()).glob("kafkalab-grade-*")) <= before
+    assert not (tmp_path / "g.csv").exists()

@@ -309,13 +309,22 @@ def grade_folder(
                 slots.put(slot)
 
         with ThreadPoolExecutor(max_workers=workers) as pool:  # each job is a process
-            rows = list(pool.map(one, enumerate(files)))
+            try:
+                rows = list(pool.map(one, enumerate(files)))
+            except BaseException:  # Ctrl-C or SIGTERM: stop every judge still running
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in list(_JUDGES):
+                    _stop(proc)
+                raise
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     _write_csv(rows, questions, out_csv)
     if feedback_dir is not None:
         _write_feedback(rows, feedback_dir)
     return rows
+
+
+_JUDGES: set[subprocess.Popen[str]] = set()  # the judges running now
 
 
 @dataclass(frozen=True)
@@ -394,13 +403,17 @@ def _grade_one(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_end_with_parent,  # noqa: PLW1509 - Ctrl-C on kafkalab grade ends judges too
     )
+    _JUDGES.add(proc)
     try:
         out, err = proc.communicate(timeout=settings.submission_timeout_s)
     except subprocess.TimeoutExpired:
         _stop(proc)
         row.status = f"timed out after {settings.submission_timeout_s:g} s"
         return row
+    finally:
+        _JUDGES.discard(proc)
     try:
         result = json.loads(out.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -416,6 +429,16 @@ def _grade_one(
     return row
 
 
+def _end_with_parent() -> None:
+    """In the judge before it starts: SIGTERM when ``kafkalab grade`` ends (Linux), so an
+    interrupted grading run leaves no judge, worker or temporary file behind."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
     """End a judge that ran out of time: SIGTERM lets it stop its worker, SIGKILL follows."""
     import signal
@@ -424,7 +447,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
         try:
-            proc.communicate(timeout=10)
+            proc.wait(timeout=10)  # not communicate: another thread may be reading its pipes
             return
         except subprocess.TimeoutExpired:
             continue
