@@ -146,16 +146,16 @@ class Sandbox:
         cmd = ["bwrap", *_NAMESPACES, "--die-with-parent", "--new-session"]
         if not as_root:  # a user namespace is what lets an ordinary user build the others
             cmd.insert(1, "--unshare-user")
-        cmd += ["--perms", "0755", "--tmpfs", "/root"]  # hidden, before the Python under it
+        # The home folder and /tmp are hidden first, so that a Python, a venv or a course that
+        # lives under them is mounted on top, not covered.
+        cmd += ["--perms", "0755", "--tmpfs", "/root"]
+        cmd += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
         mounts = _system_mounts()
-        binds = [mounts[i + 2] for i, a in enumerate(mounts) if a == "--ro-bind"]
-        binds += [str(p) for p in _course_paths()]
-        cmd += _parents(binds)
+        for path in _course_paths():
+            mounts += ["--ro-bind", str(path), str(path)]
+        cmd += _parents([mounts[i + 2] for i, a in enumerate(mounts) if a == "--ro-bind"])
         cmd += mounts
         cmd += ["--ro-bind", str(passwd), "/etc/passwd", "--dev", "/dev", "--proc", "/proc"]
-        cmd += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
-        for path in _course_paths():
-            cmd += ["--ro-bind", str(path), str(path)]
         cmd += ["--chdir", "/tmp", "--clearenv"]
         for key, value in {**_base_env("/tmp"), **env}.items():
             cmd += ["--setenv", key, value]
