@@ -967,9 +967,11 @@ ATTACKS: dict[str, _Attack] = {
         "parent has ended",
         lambda c: c.student(_FAKE_RESULT, _INFLATE_LATE_STDOUT),
     ),
+    # Importing otter takes seconds: on a busy machine, more than the tests' 10 s per cell.
     "inflate-otter-patch": _Attack(
         "monkeypatches otter's TestFile, GradingResults and Checker to pass every test",
         lambda c: c.student(_INFLATE_OTTER_PATCH),
+        statuses=(GRADED, f"{TIMED_OUT}: cell"),
     ),
     "inflate-results-file": _Attack(
         "rewrites the grader's results pickle after the cell that writes it (post_run_cell)",
@@ -979,6 +981,7 @@ ATTACKS: dict[str, _Attack] = {
         "replaces grader and otter.Notebook with fakes; builtins.__import__ hands the tests "
         "no-op checks",
         lambda c: c.student(_INFLATE_FAKE_GRADER),
+        statuses=(GRADED, f"{TIMED_OUT}: cell"),
     ),
     "patched-checks": _Attack(
         "replaces every kafkalab.grading check_* (and time_limit, Feedback) with no-ops, in "
