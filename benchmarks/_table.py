@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import platform
+
 
 def table(header: list[str], rows: list[list[str]]) -> str:
     """Columns right-aligned to their widest cell, under a rule."""
@@ -9,3 +12,12 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     line = "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))
     body = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join([line, "-" * len(line), *body])
+
+
+def machine() -> str:
+    """Python, the machine and its load now: what every benchmark's heading says."""
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"Python {platform.python_version()} on {platform.machine()} {platform.system()}, "
+        f"{os.cpu_count()} cores, load average {load}"
+    )

@@ -21,7 +21,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmark the working tree, installed or not
 
-from _table import table  # noqa: E402  (benchmarks/_table.py, next to this script)
+from _table import machine, table  # noqa: E402  (benchmarks/_table.py, next to this script)
 
 from kafkalab.grading.assignments import source_notebooks  # noqa: E402
 from tests.hostile import (  # noqa: E402
@@ -181,12 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench-grading-") as work:
             results.append(measure(name, Path(work)))
         print(f"{name}: done", file=sys.stderr, flush=True)
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"kafkalab grading benchmark: hostile hand-ins (tests/hostile.py) graded in one "
-        f"kafkalab grade run per assignment, {' '.join(LIMITS)}; Python "
-        f"{platform.python_version()} on {platform.machine()} {platform.system()}, "
-        f"{os.cpu_count()} cores, load average {load}"
+        f"kafkalab grade run per assignment, {' '.join(LIMITS)}; {machine()}"
     )
     print("wall s: the whole command; s/hand-in: wall s / hand-ins; baseline s: the same command")
     print("over the solution notebook alone; ratio: wall s / baseline s; per hand-in ratio:")

@@ -21,8 +21,6 @@ Timings are reported, never asserted.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
@@ -35,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmark the working tree, installed or not
 
 import matplotlib  # noqa: E402
-from _table import table  # noqa: E402  (benchmarks/_table.py, next to this script)
+from _table import machine, table  # noqa: E402  (benchmarks/_table.py, next to this script)
 
 matplotlib.use("Agg")
 
@@ -173,11 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         results.append(measure(name, args.repeats))
         print(f"{name}: done", file=sys.stderr, flush=True)
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"kafkalab widget benchmark: best of {args.repeats} per step; Python "
-        f"{platform.python_version()} on {platform.machine()} {platform.system()}, "
-        f"{os.cpu_count()} cores, load average {load}; matplotlib {matplotlib.__version__}"
+        f"kafkalab widget benchmark: best of {args.repeats} per step; {machine()}; "
+        f"matplotlib {matplotlib.__version__}"
     )
     print("bare: scenarios.apply_step on a Cluster; model: ExplorerModel.forward(); widget: a")
     print("click on 'next step' (model + both SVG pictures + report + widget values);")

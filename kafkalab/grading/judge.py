@@ -349,7 +349,7 @@ class Session:
                 answer = channel.request(message, self.cell_timeout_s + GRACE_S)
             except (WorkerTimeout, WorkerLost) as err:
                 channel.kill()
-                self.skipped[index] = self._why(channel, err, self.cell_timeout_s)
+                self.skipped[index] = self._why(channel, err)
                 return False
             if not answer.get("ok"):
                 self.errors[index] = str(answer.get("error", "an error"))[:300]
@@ -360,7 +360,7 @@ class Session:
         return True
 
     @staticmethod
-    def _why(channel: Channel, err: Exception, limit: float) -> str:
+    def _why(channel: Channel, err: Exception) -> str:
         if channel.memory_exceeded:
             return "memory"
         if isinstance(err, WorkerTimeout):
