@@ -2,6 +2,7 @@
 #
 #   make lab    open the course in JupyterLab
 #   make test   run every test: the tests/ suite and the notebooks' stored outputs (nbval)
+#   make test-quick   the tests/ suite without notebooks, Spark or slow tests: the quick loop
 #
 # The first run creates .venv and installs kafkalab with all its extras; later runs reinstall
 # only when pyproject.toml has changed since the last install.
@@ -14,7 +15,9 @@ LAB_NOTEBOOK ?= notebooks/01-start-here.ipynb
 LAB_PORT ?= 8888
 PYTEST_ARGS ?=
 # Tests marked slow (every assignment's hostile hand-ins: an hour) run with `make test-slow`.
+# Markers (pyproject.toml): slow, notebooks (runs a notebook in a kernel), spark (starts Spark).
 PYTEST_MARKS ?= not slow
+QUICK_MARKS := not slow and not notebooks and not spark
 BENCHMARKS := $(sort $(filter-out benchmarks/_%,$(wildcard benchmarks/*.py)))
 SUBMISSIONS ?= submissions
 ASSIGNMENT ?=
@@ -27,15 +30,17 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export JUPYTER_PREFER_ENV_PATH := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-slow install lint bench notebooks exercises grade clean distclean datasets \
+.PHONY: help lab test test-quick test-slow install lint bench notebooks exercises grade clean distclean datasets \
 	datasets-small
 
 help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
-	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs"
+	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs (10-12 min on 2 cores)"
+	@echo "make test-quick the tests/ suite without notebooks, Spark or slow tests: the quick loop"
 	@echo "make test-slow  the slow tests: every assignment's hostile hand-ins (about an hour)"
+	@echo "make test PYTEST_MARKS='not spark'   choose tests by marker: slow, notebooks, spark"
 	@echo "make install    create $(VENV) and install kafkalab with all extras"
-	@echo "make lint       ruff check and ruff format --check"
+	@echo "make lint       ruff check, ruff format --check and mypy (strict for protocol/sim/check)"
 	@echo "make bench      run every benchmarks/*.py and print its figures"
 	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
 	@echo "make exercises  regenerate exercises/ and solutions/ from exercises/source"
@@ -62,12 +67,16 @@ test: install
 	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
 		--nbval-sanitize-with tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" $(PYTEST_ARGS)
 
+test-quick: install
+	$(BIN)/python -m pytest tests -m "$(QUICK_MARKS)" $(PYTEST_ARGS)
+
 test-slow: install
 	$(BIN)/python -m pytest tests -m slow $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: install
 	@if [ -z "$(BENCHMARKS)" ]; then echo "no benchmarks yet: add benchmarks/*.py"; fi

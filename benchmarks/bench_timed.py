@@ -52,6 +52,9 @@ from kafkalab.sim.timed import Workload, random_faults, simulate  # noqa: E402
 
 BROKERS = 3
 REPLICATION_FACTOR = 3
+# The normalised speed of the standard workload measured at b226f68, before the redesign of the
+# simulator's core (benchmarks/README.md, "Normalised speed").
+NORMALISED_BEFORE = 500
 KIND_NAMES = {engine._DELIVER: "deliver", engine._TIMER: "timer", engine._CALL: "call"}
 
 
@@ -359,6 +362,12 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     )
 
 
+def normalised_speed(sim_s_per_wall_s: float, bare_events_per_s: float) -> float:
+    """Simulated seconds per wall second, divided by the bare loop's events per second (x 1e6):
+    a figure that moves less with the machine and its load than either of the two."""
+    return sim_s_per_wall_s / bare_events_per_s * 1e6
+
+
 def report(results: list[SeedResult], memory: dict[str, float], args: argparse.Namespace) -> str:
     tot_events = sum(r.loop_events for r in results)
     tot_trace = sum(r.trace_events for r in results)
@@ -464,6 +473,10 @@ def report(results: list[SeedResult], memory: dict[str, float], args: argparse.N
             loop_rows,
         ),
         "",
+        f"normalised speed: (sim s/wall s) / (bare ev/s) x 1e6 = "
+        f"{normalised_speed(tot_sim / tot_loop, bare_eps):,.0f} "
+        f"(the simulator's speed in units of this machine's bare heapq loop; "
+        f"{NORMALISED_BEFORE:,} before the 2026-11 redesign, see benchmarks/README.md)",
         f"loop events by kind: {kind_text}",
         f"heap size when the loop starts: {heap_text}",
         "",

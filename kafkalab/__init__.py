@@ -11,7 +11,7 @@ The core is a deterministic, message-passing simulator of one replicated partiti
 ['m1']
 """
 
-from kafkalab.check.invariants import INVARIANTS, InvariantViolation, Report
+from kafkalab.check import INVARIANTS, InvariantViolation, Report
 from kafkalab.config import PRESETS, Config, make_config
 from kafkalab.errors import ActionError, ConfigError, KafkalabError, ScenarioError
 from kafkalab.protocol.rules import Rules

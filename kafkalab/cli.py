@@ -28,7 +28,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -40,7 +40,7 @@ __all__ = ["main"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors also exit 2
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors also exit 2
         self.print_usage(sys.stderr)
         self.exit(2, f"kafkalab: error: {message}\n")
 
@@ -364,11 +364,12 @@ def _print_run(result: Any) -> None:
 
 def _json_state(result: Any) -> dict[str, Any]:
     """Every expect key (broker ids as string keys), the divergence details and the verdict."""
-    from kafkalab.scenarios import _BROKER_MAPS, EXPECT_KEYS
+    from kafkalab.scenarios import EXPECT_KEYS
+    from kafkalab.sim.expect import BROKER_MAPS
 
     state = result.cluster.state()
     out = {k: state[k] for k in (*EXPECT_KEYS, "divergence")}
-    for key in _BROKER_MAPS:
+    for key in BROKER_MAPS:
         out[key] = {str(b): v for b, v in state[key].items()}
     out["scenario"] = result.scenario.name
     out["variant"] = result.variant.name if result.variant else None

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 NOTEBOOK = ROOT / "notebooks" / "explorer.ipynb"
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -137,6 +138,7 @@ def lab(tmp_path: Path) -> Iterator[str]:
         _stop(proc)
 
 
+@pytest.mark.notebooks  # the playground notebook runs in JupyterLab's kernel
 def test_cluster_explorer_in_a_real_browser(lab: str, tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,8 @@ import pytest
 
 from kafkalab.cli import main
 from kafkalab.grading import assignments
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 NAME = "03-hw-leo"
 CORRECT_LEADER_HW = (
     "def leader_hw(hw, leader_leo, isr, remote_leos):\n"

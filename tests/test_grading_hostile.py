@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.grading.assignments import source_notebooks
+from tests.conftest import ROOT, starts_spark
 from tests.hostile import (
     ATTACKS,
     HandIn,
@@ -41,7 +42,13 @@ TIMEOUT_S = 120  # per hand-in
 LATE_S = 3  # how long to wait for delayed markers once grading has finished
 
 ASSIGNMENTS = [
-    pytest.param(name, marks=() if name == QUICK else pytest.mark.slow)
+    pytest.param(
+        name,
+        marks=[
+            *([] if name == QUICK else [pytest.mark.slow]),
+            *([pytest.mark.spark] if starts_spark(ROOT / "solutions" / f"{name}.ipynb") else []),
+        ],
+    )
     for name in source_notebooks()
 ]
 

@@ -1,6 +1,7 @@
 """Campaigns on Spark: generation (byte-identical to the in-process run, resumable, under
 spark-submit too) and the analysis queries, each checked against the same answer computed
-independently with DuckDB or pandas on the shipped small dataset. One local[2] session."""
+independently with DuckDB or pandas on the shipped small dataset. One local[2] session (the
+``spark`` fixture of conftest.py, shared by the whole run)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +23,16 @@ from kafkalab.cli import main  # noqa: E402
 from kafkalab.spark import analysis as q  # noqa: E402
 from kafkalab.spark import plots, reference  # noqa: E402
 from kafkalab.spark.generate import run_campaign, spark_map_units  # noqa: E402
-from kafkalab.spark.session import find_java_home, spark_session  # noqa: E402
+from kafkalab.spark.session import find_java_home  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "datasets" / "small"
+pytestmark = pytest.mark.spark
 
 if find_java_home() is None:  # .ci/run installs Java; a laptop without it skips these tests
     pytest.skip(
         "Spark needs Java: apt-get install openjdk-17-jre-headless", allow_module_level=True
     )
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = spark_session("local[2]", app_name="kafkalab tests", driver_memory="2g")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

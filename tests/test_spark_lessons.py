@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from kafkalab.spark import session
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 
 class _KernelStream:
@@ -141,6 +140,7 @@ def test_the_campaign_is_found_wherever_the_notebook_runs(
 # ---- grading a Spark exercise -----------------------------------------------------------------
 
 
+@pytest.mark.spark
 def test_a_spark_exercise_is_graded_within_the_default_time_limits(tmp_path: Path) -> None:
     """The submission starts its own Spark (seconds) in a temporary folder, under the grader's
     default limits per cell and per check, and still earns every point, hidden tests included."""

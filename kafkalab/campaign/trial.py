@@ -239,7 +239,7 @@ def _trial_row(
         "seed": trial.seed,
         "config_label": trial.label,
         "preset": cfg.preset,
-        "acks": "all" if cfg.acks in ("all", "-1") else cfg.acks,
+        "acks": cfg.acks,  # the config reads -1 as "all"
         "min_insync_replicas": cfg.min_insync_replicas,
         "replication_factor": cfg.replication_factor or trial.brokers,
         "unclean_leader_election_enable": cfg.unclean_leader_election_enable,

@@ -64,6 +64,8 @@ _NOT_SHIPPED = ("datasets/large",)
 # make targets that need what only the course repository holds, and what that is.
 _REPOSITORY_TARGETS = {
     "test": "tests",
+    "test-quick": "tests",
+    "test-slow": "tests",
     "bench": "benchmarks",
     "notebooks": "notebook runner (tools/)",
     "exercises": "exercise sources",
@@ -281,7 +283,7 @@ def _student_makefile(makefile: str) -> str:
         if in_recipe and line.startswith("\t"):
             continue
         rule = re.match(r"([\w-]+):(?!=)", line)
-        in_recipe = bool(rule) and rule.group(1) in _REPOSITORY_TARGETS
+        in_recipe = rule is not None and rule.group(1) in _REPOSITORY_TARGETS
         if rule and in_recipe:
             name = rule.group(1)
             why = f"make {name} is for the course repository: this bundle has no "

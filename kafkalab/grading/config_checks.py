@@ -78,7 +78,7 @@ def _runs(
             faults=faults(seed),
         )
         for seed in range(runs)
-    ]  # type: ignore[misc]
+    ]
 
 
 def check_durability_target(

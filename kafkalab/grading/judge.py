@@ -403,7 +403,7 @@ class Session:
         return RemoteFrame(self, value.key) if isinstance(value, Ref) else value
 
 
-class Environment(dict):  # type: ignore[type-arg]
+class Environment(dict[str, Any]):
     """The names a test asks for (``test_x(follower_hw)``), looked up in the worker once."""
 
     def __init__(self, session: Session) -> None:
@@ -506,7 +506,7 @@ class RemoteFrame:
         return "DataFrame"
 
 
-class Row(dict):  # type: ignore[type-arg]
+class Row(dict[str, Any]):
     """One row of a learner's DataFrame, as Spark's ``Row.asDict`` gives it."""
 
     def asDict(self) -> dict[str, Any]:  # noqa: N802 - Spark's name

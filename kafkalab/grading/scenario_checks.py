@@ -53,7 +53,12 @@ def _every_transaction_closed(c: Cluster) -> bool:
 def _stuck_partitions(c: Cluster) -> list[str]:
     """Data partitions whose last stable offset (LSO) is below the HW, at their leader."""
     leaders = {tp: st.leader for tp, st in c.partition_states().items()}
-    return [tp for tp, lso in c.lso().items() if lso < c.replica(leaders[tp], tp).hw]
+    stuck = []
+    for tp, lso in c.lso().items():
+        leader = leaders.get(tp)
+        if leader is not None and lso < c.replica(leader, tp).hw:
+            stuck.append(tp)
+    return stuck
 
 
 ANOMALIES: dict[str, tuple[Want, ...]] = {

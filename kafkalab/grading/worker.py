@@ -145,7 +145,8 @@ def _make_shell() -> Any:
     except ImportError:
         return None
     shell = InteractiveShell.instance(colors="NoColor")
-    shell.showtraceback = lambda *a, **k: None  # errors are reported to the judge, not printed
+    # errors are reported to the judge, not printed
+    shell.showtraceback = lambda *a, **k: None  # type: ignore[method-assign]
     return shell
 
 

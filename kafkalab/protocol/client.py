@@ -31,11 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalab.errors import ConfigError
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.offsets import offsets_partition
-from kafkalab.protocol.transactions import txn_partition
+from kafkalab.protocol.client_settings import (
+    ProduceCommand,
+    ProducerSettings,
+    TxnCommand,
+    idempotence_fits,
+)
+from kafkalab.protocol.internal_topics import offsets_partition, txn_partition
 
 __all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand", "idempotence_fits"]
 
@@ -60,65 +64,6 @@ RETRIABLE = frozenset(
 )
 REFRESH = frozenset({m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE})
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"  # the client's TimeoutException: delivery.timeout.ms passed
-
-
-@dataclass(frozen=True)
-class ProducerSettings:
-    """The producer settings that shape delivery (Kafka's names, underscores for dots)."""
-
-    acks: int = -1
-    enable_idempotence: bool = True
-    max_in_flight_requests_per_connection: int = 5
-    retries: int = 2147483647
-    retry_backoff_ms: int = 100
-    request_timeout_ms: int = 30000
-    delivery_timeout_ms: int = 120000
-    transactional_id: str = ""
-    transaction_timeout_ms: int = 60000
-    transaction_version: int = 1  # what the cluster supports (KIP-890 part 2 is version 2)
-
-    def __post_init__(self) -> None:
-        if self.transactional_id and not self.enable_idempotence:
-            raise ConfigError(
-                f"transactional.id={self.transactional_id!r} needs enable.idempotence=true"
-            )
-        if self.max_in_flight_requests_per_connection < 1 or self.retries < 0:
-            raise ConfigError(
-                "max.in.flight.requests.per.connection must be >= 1 and retries >= 0, got "
-                f"{self.max_in_flight_requests_per_connection} and {self.retries}"
-            )
-        if self.enable_idempotence and not idempotence_fits(
-            self.acks, self.retries, self.max_in_flight_requests_per_connection
-        ):
-            raise ConfigError(
-                "enable.idempotence=true needs acks=all, retries > 0 and "
-                "max.in.flight.requests.per.connection <= 5 (got acks="
-                f"{'all' if self.acks == -1 else self.acks}, retries={self.retries}, "
-                f"max.in.flight={self.max_in_flight_requests_per_connection})"
-            )
-
-
-def idempotence_fits(acks: int, retries: int, max_in_flight: int) -> bool:
-    """ProducerConfig: idempotence needs acks=all, retries > 0 and at most 5 requests in
-    flight. Asked for against them it is an error; left unset, it is off
-    (postProcessAndValidateIdempotenceConfigs, KAFKA-13673, 3.0.1/3.1.1/3.2.0)."""
-    return acks == -1 and retries != 0 and max_in_flight <= 5
-
-
-@dataclass(frozen=True, slots=True)
-class ProduceCommand:
-    tp: str
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TxnCommand:
-    """A transactional producer's call: begin, commit, abort, or send_offsets (``group`` and
-    ``offsets``, as sendOffsetsToTransaction)."""
-
-    op: str
-    group: str = ""
-    offsets: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(slots=True)

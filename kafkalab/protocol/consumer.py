@@ -28,8 +28,8 @@ from typing import Any
 from kafkalab.errors import ConfigError
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
+from kafkalab.protocol.internal_topics import offsets_partition
 from kafkalab.protocol.log import Record
-from kafkalab.protocol.offsets import offsets_partition
 
 __all__ = ["ConsumerSettings", "KafkaConsumer", "Poll"]
 

@@ -40,7 +40,8 @@ from kafkalab.protocol.kraft import (
     partition_change,
     remove_from_isr,
 )
-from kafkalab.protocol.raft import LeaderChange, MetadataRecord, QuorumController, QuorumStore
+from kafkalab.protocol.raft import QuorumController
+from kafkalab.protocol.raft_messages import RAFT_TYPES, LeaderChange, MetadataRecord, QuorumStore
 
 __all__ = ["BrokerInfo", "KRaftNode"]
 
@@ -132,7 +133,7 @@ class KRaftNode:
         self._after_raft(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
-        if type(msg).__module__.endswith(".raft"):
+        if type(msg) in RAFT_TYPES:
             self.raft.handle(ctx, src, msg)
         elif not self.active:
             ctx.send(

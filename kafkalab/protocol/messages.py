@@ -10,6 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.protocol.log import RECORD_BYTES, Record
+from kafkalab.protocol.zk_messages import (
+    BrokerChange,
+    ZkClose,
+    ZkControllerChange,
+    ZkElect,
+    ZkElected,
+    ZkHeartbeat,
+    ZkRegister,
+    ZkRegistered,
+    ZkSessionExpired,
+    ZkWrite,
+    ZkWriteResult,
+)
 
 __all__ = [
     "AddOffsetsToTxnRequest",
@@ -228,74 +241,6 @@ class AlterIsrResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class ZkRegister:
-    """A starting broker opens a ZooKeeper session and creates /brokers/ids/N."""
-
-    broker: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZkRegistered:
-    """The broker's registration succeeded; its session id is its broker epoch. It also reads
-    /controller (None when no broker holds it)."""
-
-    session: int
-    controller: Any = None
-    controller_epoch: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ZkClose:
-    """A cleanly stopping broker closes its session: its znodes go at once."""
-
-    broker: int
-    session: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZkElect:
-    """A broker tries to create the ephemeral /controller znode."""
-
-    broker: int
-    session: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZkElected:
-    """The broker won: the new controller epoch, and what it reads from ZooKeeper."""
-
-    controller_epoch: int
-    live: tuple[tuple[int, int], ...]
-    partitions: tuple[tuple[str, Any], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ZkControllerChange:
-    """The watch on /controller fires: who holds it now (None: it was deleted, race again)."""
-
-    controller: int | None
-    controller_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZkWrite:
-    """The controller writes partition state znodes, checked against its controller epoch."""
-
-    controller_epoch: int
-    write_id: int
-    partitions: tuple[tuple[str, Any], ...]
-    # Each partition's znode version (partition epoch) the controller based its change on.
-    expected_versions: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ZkWriteResult:
-    write_id: int
-    ok: bool
-    controller_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
 class ControlledShutdownRequest:
     broker: int
     broker_epoch: int
@@ -323,27 +268,6 @@ class ReconfigureRequest:
     the simulator runs that check at once."""
 
     config: Any  # the controller's new Config
-
-
-@dataclass(frozen=True, slots=True)
-class ZkHeartbeat:
-    broker: int
-    session: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZkSessionExpired:
-    """ZooKeeper tells a broker that contacts it with an expired session to register again."""
-
-    session: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerChange:
-    """ZooKeeper's watch on /brokers/ids fires at the controller: who is registered now, with each
-    broker's epoch (the czxid of its registration znode)."""
-
-    live: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,25 +12,22 @@ function of the log below the HW, so a new coordinator knows them at once.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.groups import group_partition
+from kafkalab.protocol.coordinator import CoordinatorHost
+from kafkalab.protocol.internal_topics import OFFSETS_TOPIC, offsets_partition
 from kafkalab.protocol.log import Record
+from kafkalab.protocol.replica import ReplicaState
 
-if TYPE_CHECKING:
-    from kafkalab.protocol.broker import Broker
-
-__all__ = ["OFFSETS_TOPIC", "committed_offsets", "offset_record", "offsets_partition"]
-
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def offsets_partition(group: str) -> str:
-    """The __consumer_offsets partition of ``group`` (its coordinator is that partition's
-    leader)."""
-    return f"{OFFSETS_TOPIC}-{group_partition(group)}"
+__all__ = [
+    "OFFSETS_TOPIC",
+    "GroupCoordinator",
+    "committed_offsets",
+    "offset_record",
+    "offsets_partition",
+]
 
 
 def offset_record(group: str, tp: str, offset: int) -> str:
@@ -63,20 +60,31 @@ def committed_offsets(records: Iterable[Record], group: str) -> dict[str, int]:
 class GroupCoordinator:
     """The offset-commit role of one broker, for the __consumer_offsets partitions it leads."""
 
-    def __init__(self, broker: Broker) -> None:
+    timers: tuple[str, ...] = ()
+
+    def __init__(self, broker: CoordinatorHost) -> None:
         self.broker = broker
+        self._handlers = {
+            m.OffsetCommitRequest: self._commit,
+            m.TxnOffsetCommitRequest: self._txn_commit,
+            m.OffsetFetchRequest: self._fetch,
+        }
+        self.requests = tuple(self._handlers)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
-        if isinstance(msg, m.OffsetCommitRequest):
-            self._commit(ctx, src, msg)
-        elif isinstance(msg, m.TxnOffsetCommitRequest):
-            self._txn_commit(ctx, src, msg)
-        elif isinstance(msg, m.OffsetFetchRequest):
-            self._fetch(ctx, src, msg)
+        self._handlers[type(msg)](ctx, src, msg)
 
-    def _led(self, group: str) -> Any:
-        r = self.broker.partitions.get(offsets_partition(group))
-        return r if r is not None and r.role == "leader" else None
+    def on_timer(self, ctx: Context, name: str, data: Any) -> None:
+        """The offset store sets no timers."""
+
+    def elected(self, ctx: Context, r: ReplicaState) -> None:
+        """Offsets are read from the log on demand: a new leader has nothing to load."""
+
+    def resigned(self, tp: str) -> None:
+        """Nothing is cached, so nothing is dropped."""
+
+    def _led(self, group: str) -> ReplicaState | None:
+        return self.broker.led_replica(offsets_partition(group))
 
     def _commit(self, ctx: Context, src: Any, req: m.OffsetCommitRequest) -> None:
         """GroupCoordinator.handleCommitOffsets: one record per partition, acks=all."""

@@ -16,33 +16,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalab.protocol import messages as m
 from kafkalab.protocol import txn_states as s
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.groups import java_string_hash_code
-from kafkalab.protocol.offsets import offsets_partition
-
-if TYPE_CHECKING:
-    from kafkalab.protocol.broker import Broker, ReplicaState
+from kafkalab.protocol.coordinator import CoordinatorHost
+from kafkalab.protocol.internal_topics import (
+    TRANSACTION_STATE_PARTITIONS,
+    TRANSACTION_STATE_TOPIC,
+    offsets_partition,
+    txn_partition,
+)
+from kafkalab.protocol.replica import ReplicaState
 
 __all__ = [
     "TRANSACTION_STATE_PARTITIONS",
+    "TRANSACTION_STATE_TOPIC",
     "TransactionCoordinator",
     "TxnMetadata",
     "txn_partition",
 ]
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-TRANSACTION_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions
 MARKER_RETRY_MS = 1000
-
-
-def txn_partition(transactional_id: str, partitions: int = TRANSACTION_STATE_PARTITIONS) -> str:
-    """TransactionStateManager.partitionFor: the __transaction_state partition of an id."""
-    h = java_string_hash_code(transactional_id)
-    return f"{TRANSACTION_STATE_TOPIC}-{(0 if h == -(1 << 31) else abs(h)) % partitions}"
 
 
 @dataclass(frozen=True)
@@ -94,15 +90,26 @@ class _TxnPartition:
 class TransactionCoordinator:
     """The coordinator role of one broker, for every __transaction_state partition it leads."""
 
-    def __init__(self, broker: Broker) -> None:
+    requests: tuple[type, ...] = (
+        m.AddPartitionsToTxnRequest,
+        m.AddOffsetsToTxnRequest,
+        m.EndTxnRequest,
+        m.WriteTxnMarkersResponse,
+    )
+    timers: tuple[str, ...] = ("txn_abort_timed_out", "txn_markers")
+
+    def __init__(self, broker: CoordinatorHost) -> None:
         self.broker = broker
         self.led: dict[str, _TxnPartition] = {}
 
     # ---- leadership ---------------------------------------------------------------------------
 
-    def load(self, ctx: Context, r: ReplicaState) -> None:
-        """Become coordinator for ``r``'s transactional ids: rebuild them from the log, and
-        finish the transactions caught between prepare and complete."""
+    def elected(self, ctx: Context, r: ReplicaState) -> None:
+        """Become coordinator for ``r``'s transactional ids when ``r`` is a __transaction_state
+        partition: rebuild them from the log, and finish the transactions caught between
+        prepare and complete."""
+        if not r.tp.startswith(TRANSACTION_STATE_TOPIC):
+            return
         txns: dict[str, TxnMetadata] = {}
         for record in r.log.records:
             meta = TxnMetadata.decode(record.value)
@@ -121,7 +128,7 @@ class TransactionCoordinator:
         interval = self.broker.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
         ctx.set_timer(interval, "txn_abort_timed_out", tp)
 
-    def unload(self, tp: str) -> None:
+    def resigned(self, tp: str) -> None:
         self.led.pop(tp, None)
 
     def on_timer(self, ctx: Context, name: str, tp: str) -> None:

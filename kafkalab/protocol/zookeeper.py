@@ -22,6 +22,7 @@ from kafkalab.protocol.actor import Context
 __all__ = ["ZooKeeper"]
 
 DEDICATED_CONTROLLER = "controller"
+ZOOKEEPER = "zk"  # the address of the ZooKeeper ensemble
 
 
 class ZooKeeper:

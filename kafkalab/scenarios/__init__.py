@@ -19,13 +19,10 @@ import yaml
 from kafkalab.config import make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, ScenarioError, did_you_mean
 from kafkalab.protocol.rules import Rules
-from kafkalab.sim.cluster import (
-    ALTER_PARTITION_ANSWERS,
-    ALTER_PARTITION_ERRORS,
-    DYNAMIC_BROKER_KEYS,
-    TOPIC_KEYS,
-    Cluster,
-)
+from kafkalab.sim import actions
+from kafkalab.sim.actions import ActionView
+from kafkalab.sim.cluster import Cluster
+from kafkalab.sim.expect import check_expect
 
 __all__ = [
     "EXPECT_KEYS",
@@ -59,99 +56,19 @@ TOP_KEYS = (
     "replication",
 )
 
-# Each step kind: (the key its scalar form fills, the keys its mapping form allows).
-STEP_KINDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
-    "produce": (
-        "value",
-        (
-            "value",
-            "values",
-            "count",
-            "acks",
-            "producer",
-            "partition",
-            "to",
-            "producer_id",
-            "producer_epoch",
-            "sequence",
-            "response",
-            "request",
-            "delay_ms",
-        ),
-    ),
-    "producer": (None, ()),
-    "consumer": (None, ()),
-    "begin": ("producer", ("producer",)),
-    "commit": ("producer", ("producer",)),
-    "abort": ("producer", ("producer",)),
-    "send_offsets": (None, ("producer", "consumer", "group", "offsets")),
-    "poll": ("consumer", ("consumer", "process")),
-    "process": ("consumer", ("consumer",)),
-    "commit_offsets": ("consumer", ("consumer",)),
-    "fetch": ("follower", ("follower", "response", "delay_ms", "partition", "max_wait_ms")),
-    "stop": ("broker", ("broker",)),
-    "pause": ("node", ("node",)),
-    "resume": ("node", ("node",)),
-    "elect_preferred": (None, ("partition",)),
-    "crash": ("broker", ("broker", "lose_unflushed")),
-    "restart": ("broker", ("broker",)),
-    "flush": ("broker", ("broker",)),
-    "advance": ("ms", ("ms",)),
-    "disconnect": (None, ()),
-    "reconnect": (None, ()),
-    "throttle": (None, ()),
-    "partition": (None, ()),
-    "heal": (None, ()),
-    "set": (None, ()),
-    "delete_records": ("offset", ("offset", "partition")),
-    "alter_partition": ("answer", ("answer", "partition", "delay_ms", "error")),
-    "check": (None, ()),
-}
-
-EXPECT_KEYS = (
-    "leader",
-    "leader_epoch",
-    "isr",
-    "running",
-    "hw",
-    "leo",
-    "logs",
-    "epoch_cache",
-    "acked",
-    "lost_acked",
-    "divergent",
-    "errors",
-    "hw_regressions",
-    "two_leaders",
-    "isr_shrinks",
-    "isr_expands",
-    "unclean_elections",
-    "time_ms",
-    "controller",
-    "controller_epoch",
-    "offline_partitions",
-    "under_replicated_partitions",
-    "partitions",
-    "duplicates",
-    "reordered",
-    "consumed",
-    "processed",
-    "aborted_reads",
-    "txn_errors",
-    "txn_states",
-    "lso",
-    "consumer_errors",
-    "rejected_requests",
-    "fenced_markers",
-    "producers",
-    "hw_checkpoint",
-    "log_start_offset",
-    "pending_isr",
-    "maximal_isr",
+# Each step kind: (the key its scalar form fills, the keys it takes), from the step vocabulary
+# (kafkalab.sim.actions).
+STEP_KINDS: ActionView[tuple[str | None, tuple[str, ...]]] = ActionView(
+    lambda a: True, lambda a: (a.scalar, a.param_names)
 )
-_BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache", "hw_checkpoint", "log_start_offset")
-_AS_SETS = ("isr", "running", "acked", "lost_acked", "maximal_isr")
-_AS_ENTRY_SETS = ("rejected_requests", "fenced_markers")
+
+
+def __getattr__(name: str) -> Any:
+    # EXPECT_KEYS are Cluster.state()'s keys: learning them builds a small cluster, so only
+    # when asked.
+    if name == "EXPECT_KEYS":
+        return actions.expect_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -387,149 +304,23 @@ def _step(index: int, raw: Any, origin: str, brokers: int) -> Step:
         raise ScenarioError(
             f"{where}: a step is a kind such as 'heal' or a mapping like 'fetch: 1'"
         )
-    if kind not in STEP_KINDS:
+    if kind not in actions.REGISTRY:
         raise ScenarioError(
-            f"{where}: unknown step {kind!r}{did_you_mean(str(kind), STEP_KINDS)}; "
-            f"allowed: {', '.join(STEP_KINDS)}"
+            f"{where}: unknown step {kind!r}{did_you_mean(str(kind), actions.REGISTRY)}; "
+            f"allowed: {', '.join(actions.REGISTRY)}"
         )
-    args = _step_args(kind, arg, where)
-    for key in ("follower", "broker"):
-        if args.get(key) is not None:
-            b = args[key]
-            if kind in ("crash", "restart") and isinstance(b, str):
-                continue  # a KRaft controller node or a client, checked by the cluster
-            if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= brokers:
-                raise ScenarioError(
-                    f"{where} ({kind}): {key} {b!r} does not exist: brokers are 1..{brokers}"
-                )
+    try:
+        args = actions.parse_args(kind, arg, brokers)
+    except ScenarioError as err:
+        raise ScenarioError(f"{where} ({kind}): {err}") from None
     return Step(index, kind, args, note)
 
 
-def _step_args(kind: str, arg: Any, where: str) -> dict[str, Any]:
-    scalar_key, allowed = STEP_KINDS[kind]
-    if kind == "heal":
-        if arg is not None:
-            raise ScenarioError(f"{where} (heal): heal takes no argument")
-        return {}
-    if kind == "elect_preferred" and arg is None:
-        return {}
-    if kind == "send_offsets" and not isinstance(arg, dict):
-        raise ScenarioError(
-            f"{where} (send_offsets): give the producer and a consumer (or a group and "
-            "offsets), like {producer: p1, consumer: c1}"
-        )
-    if kind in ("producer", "consumer"):
-        if not isinstance(arg, dict) or "name" not in arg:
-            raise ScenarioError(f"{where} ({kind}): give settings with a name, like {{name: c1}}")
-        return {"settings": dict(arg)}
-    if kind in ("disconnect", "reconnect"):
-        if not isinstance(arg, list) or len(arg) != 2:
-            raise ScenarioError(f"{where} ({kind}): give two nodes, like [1, zk]")
-        return {"a": arg[0], "b": arg[1]}
-    if kind == "throttle":
-        if not isinstance(arg, list) or len(arg) != 3:
-            raise ScenarioError(
-                f"{where} (throttle): give two nodes and megabytes per second (null: full "
-                "speed), like [1, 2, 1.5]"
-            )
-        return {"a": arg[0], "b": arg[1], "mb_per_s": arg[2]}
-    if kind == "partition":
-        if not isinstance(arg, list) or len(arg) < 2 or not all(isinstance(g, list) for g in arg):
-            raise ScenarioError(
-                f"{where} (partition): give two or more groups, like [[1], [2, zk]]"
-            )
-        return {"groups": arg}
-    if kind == "check":
-        return {"expect": _expect(arg or {}, f"{where} (check)")}
-    if kind == "set":
-        return _set_args(arg, where)
-    if isinstance(arg, dict):
-        for key in arg:
-            if key not in allowed:
-                raise ScenarioError(
-                    f"{where} ({kind}): unknown key {key!r}{did_you_mean(str(key), allowed)}; "
-                    f"allowed: {', '.join(allowed)}"
-                )
-        args = dict(arg)
-    elif arg is None:
-        raise ScenarioError(f"{where} ({kind}): missing its {scalar_key}")
-    else:
-        args = {scalar_key: arg}
-    if kind == "produce" and "value" not in args and "values" not in args:
-        raise ScenarioError(f"{where} (produce): give a value (or values)")
-    if (
-        kind == "produce"
-        and "acks" in args
-        and str(args["acks"]).lower() not in ("0", "1", "all", "-1")
-    ):
-        raise ScenarioError(
-            f"{where} (produce): acks={args['acks']!r} is not allowed: use 0, 1 or all"
-        )
-    if kind == "advance":
-        _int(args.get("ms"), f"{where} (advance): ms", 0)
-    if kind == "delete_records":
-        _int(args.get("offset"), f"{where} (delete_records): offset", -1)
-    if kind == "alter_partition":
-        _alter_partition_args(args, where)
-    return args
-
-
-def _set_args(arg: Any, where: str) -> dict[str, Any]:
-    """``set: {unclean.leader.election.enable: true}``, optionally with ``broker: N`` or
-    ``topic: NAME``: keys must be settings a running cluster can change."""
-    if not isinstance(arg, dict) or not arg:
-        raise ScenarioError(
-            f"{where} (set): give settings, like {{unclean.leader.election.enable: true}} "
-            "(optionally with broker: N or topic: NAME)"
-        )
-    settings = dict(arg)
-    broker, topic = settings.pop("broker", None), settings.pop("topic", None)
-    if broker is not None and topic is not None:
-        raise ScenarioError(f"{where} (set): give a broker or a topic, not both")
-    allowed = TOPIC_KEYS if topic is not None else DYNAMIC_BROKER_KEYS
-    try:
-        normalized = {normalize_key(k): v for k, v in settings.items()}
-        if not normalized:
-            raise ScenarioError(f"{where} (set): name at least one setting")
-        for key in normalized:
-            if key not in allowed:
-                names = ", ".join(k.replace("_", ".") for k in allowed)
-                scope = "a topic" if topic is not None else "a running cluster"
-                raise ScenarioError(
-                    f"{where} (set): {key.replace('_', '.')} cannot be changed for {scope}: "
-                    f"use one of {names}"
-                )
-        make_config(normalized)
-    except ConfigError as err:
-        raise ScenarioError(f"{where} (set): {err}") from None
-    return {"settings": normalized, "broker": broker, "topic": topic}
-
-
-def _alter_partition_args(args: dict[str, Any], where: str) -> None:
-    if args.get("answer") not in ALTER_PARTITION_ANSWERS:
-        raise ScenarioError(
-            f"{where} (alter_partition): answer={args.get('answer')!r} is not allowed: use "
-            f"{', '.join(ALTER_PARTITION_ANSWERS)}"
-        )
-    if "error" in args and args["error"] not in ALTER_PARTITION_ERRORS:
-        raise ScenarioError(
-            f"{where} (alter_partition): error={args['error']!r} is not allowed: use "
-            f"{', '.join(ALTER_PARTITION_ERRORS)}"
-        )
-    if "delay_ms" in args:
-        _int(args["delay_ms"], f"{where} (alter_partition): delay_ms", 0)
-
-
 def _expect(raw: Any, where: str) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{where}: expect must be a mapping")
-    for key in raw:
-        if key not in EXPECT_KEYS:
-            raise ScenarioError(
-                f"{where}: unknown key {key!r}{did_you_mean(str(key), EXPECT_KEYS)}; "
-                f"allowed: {', '.join(EXPECT_KEYS)}"
-            )
-    return dict(raw)
+    try:
+        return actions.check_expect_keys(raw)
+    except ScenarioError as err:
+        raise ScenarioError(f"{where}: {err}") from None
 
 
 def _variants(raw: Any, origin: str) -> list[Variant]:
@@ -584,14 +375,16 @@ def load(file_or_name: str) -> Scenario:
 
 
 def get(name: str) -> Scenario:
-    """A catalog scenario by name."""
-    entries = catalog()
-    if name not in entries:
+    """A catalog scenario by name (each is the catalog file of that name)."""
+    files = {entry.name.removesuffix(".yaml"): entry for entry in _catalog_dir().iterdir()}
+    names = sorted(n for n, entry in files.items() if entry.name.endswith(".yaml"))
+    if name not in names:
         raise ScenarioError(
-            f"no scenario file or catalog entry named {name!r}{did_you_mean(name, entries)}; "
+            f"no scenario file or catalog entry named {name!r}{did_you_mean(name, names)}; "
             "'kafkalab scenario list' shows the catalog"
         )
-    return entries[name]
+    entry = files[name]
+    return parse(entry.read_text(encoding="utf-8"), entry.name)
 
 
 # ---- replay --------------------------------------------------------------------------------
@@ -599,84 +392,11 @@ def get(name: str) -> Scenario:
 
 def apply_step(cluster: Cluster, step: Step) -> list[str]:
     """Apply one step to a cluster; a ``check`` step returns its mismatches."""
-    a = step.args
     try:
-        if step.kind == "check":
-            return [f"after step {step.index}: {m}" for m in check_expect(cluster, a["expect"])]
-        if step.kind == "produce":
-            cluster.produce(
-                a.get("value"),
-                values=a.get("values"),
-                count=a.get("count"),
-                acks=a.get("acks"),
-                producer=a.get("producer", "producer"),
-                partition=a.get("partition"),
-                to=a.get("to"),
-                producer_id=a.get("producer_id"),
-                producer_epoch=a.get("producer_epoch", 0),
-                sequence=a.get("sequence"),
-                response=a.get("response", "ok"),
-                request=a.get("request", "ok"),
-                delay_ms=a.get("delay_ms", 1000),
-            )
-        elif step.kind == "fetch":
-            cluster.fetch(
-                a["follower"],
-                response=a.get("response", "ok"),
-                delay_ms=a.get("delay_ms", 1000),
-                partition=a.get("partition"),
-                max_wait_ms=a.get("max_wait_ms"),
-            )
-        elif step.kind in ("producer", "consumer"):
-            settings = dict(a["settings"])
-            getattr(cluster, step.kind)(str(settings.pop("name")), **settings)
-        elif step.kind in ("begin", "commit", "abort"):
-            getattr(cluster, step.kind)(a["producer"])
-        elif step.kind == "send_offsets":
-            cluster.send_offsets(
-                a.get("producer"),
-                consumer=a.get("consumer"),
-                group=a.get("group"),
-                offsets=a.get("offsets"),
-            )
-        elif step.kind == "poll":
-            cluster.poll(a["consumer"], process=bool(a.get("process", True)))
-        elif step.kind in ("process", "commit_offsets"):
-            getattr(cluster, step.kind)(a["consumer"])
-        elif step.kind in ("pause", "resume"):
-            getattr(cluster, step.kind)(a["node"])
-        elif step.kind == "stop":
-            cluster.stop(a["broker"])
-        elif step.kind == "elect_preferred":
-            cluster.elect_preferred(a.get("partition"))
-        elif step.kind == "crash":
-            cluster.crash(a["broker"], lose_unflushed=bool(a.get("lose_unflushed", False)))
-        elif step.kind in ("restart", "flush"):
-            getattr(cluster, step.kind)(a["broker"])
-        elif step.kind == "advance":
-            cluster.advance(a["ms"])
-        elif step.kind in ("disconnect", "reconnect"):
-            getattr(cluster, step.kind)(a["a"], a["b"])
-        elif step.kind == "throttle":
-            cluster.throttle(a["a"], a["b"], a["mb_per_s"])
-        elif step.kind == "partition":
-            cluster.partition(a["groups"])
-        elif step.kind == "set":
-            cluster.set_config(a["settings"], broker=a["broker"], topic=a["topic"])
-        elif step.kind == "delete_records":
-            cluster.delete_records(a["offset"], partition=a.get("partition"))
-        elif step.kind == "alter_partition":
-            cluster.alter_partition(
-                a["answer"],
-                partition=a.get("partition"),
-                delay_ms=a.get("delay_ms", 1000),
-                error=a.get("error", "INVALID_UPDATE_VERSION"),
-            )
-        else:
-            cluster.heal()
+        mismatches = actions.apply(cluster, step.kind, step.args)
     except (ActionError, ConfigError) as err:
         raise ScenarioError(f"step {step.index} ({step.kind}): {err}") from None
-    return []
+    return [f"after step {step.index}: {m}" for m in mismatches]
 
 
 def replay(
@@ -740,104 +460,3 @@ def run(
     expect = variant.expect if variant is not None else scenario.expect
     mismatches += check_expect(cluster, expect)
     return ScenarioResult(scenario, variant, cluster, mismatches)
-
-
-# ---- expectations --------------------------------------------------------------------------
-
-
-def check_expect(cluster: Cluster, expect: Mapping[str, Any]) -> list[str]:
-    """Compare an expect block with the cluster's state; one readable line per mismatch."""
-    state = cluster.state()
-    out = []
-    for key, want in expect.items():
-        got = state[key]
-        if key in _BROKER_MAPS:
-            for b, w in (want or {}).items():
-                b_int = int(b)
-                g = got.get(b_int)
-                if w != g:
-                    out.append(f"{key}[{b_int}]: expected {w!r}, got {g!r}")
-        elif key in _AS_SETS:
-            if sorted(map(str, want or [])) != sorted(map(str, got)):
-                out.append(f"{key}: expected {want!r}, got {got!r}")
-        elif key == "errors":
-            if {str(k): str(v) for k, v in (want or {}).items()} != got:
-                out.append(f"errors: expected {want!r}, got {got!r}")
-        elif key == "partitions":
-            out += _check_partitions(_by_name(cluster, want), got)
-        elif key == "lso":
-            if _by_name(cluster, want) != got:
-                out.append(f"lso: expected {want!r}, got {got!r}")
-        elif key in _AS_ENTRY_SETS:
-            out += _check_entries(key, want, got)
-        elif key == "producers":
-            for name, keys in (want or {}).items():
-                g = got.get(str(name))
-                for k, w in (keys or {}).items():
-                    if g is None or g.get(k) != w:
-                        out.append(
-                            f"producers[{name}].{k}: expected {w!r}, got "
-                            f"{None if g is None else g.get(k)!r}"
-                        )
-        elif key == "pending_isr":
-            if (want is None) != (got is None) or sorted(want or []) != sorted(got or []):
-                out.append(f"pending_isr: expected {want!r}, got {got!r}")
-        elif key in ("hw_regressions", "two_leaders"):
-            count = len(got)
-            if (isinstance(want, bool) and want != bool(count)) or (
-                not isinstance(want, bool) and want != count
-            ):
-                out.append(f"{key}: expected {want!r}, got {count} ({got!r})")
-        elif want != got:
-            out.append(f"{key}: expected {want!r}, got {got!r}")
-    return out
-
-
-def _by_name(cluster: Cluster, want: Any) -> dict[str, Any]:
-    """An expectation keyed by partition, with N written out as the first topic's "topic-N"
-    (a name that does not exist is kept, and reported as missing)."""
-    out: dict[str, Any] = {}
-    for tp, value in (want or {}).items():
-        try:
-            out[cluster.partition_name(tp)] = value
-        except ActionError:
-            out[str(tp)] = value
-    return out
-
-
-def _check_entries(key: str, want: Any, got: list[dict[str, Any]]) -> list[str]:
-    """A list of entries in any order (each given key must match), or how many there are."""
-    if isinstance(want, int) and not isinstance(want, bool):
-        return [] if want == len(got) else [f"{key}: expected {want} entries, got {got!r}"]
-    wanted = [dict(w) for w in (want or [])]
-    left = list(got)
-    for w in wanted:
-        match = next((g for g in left if all(str(g.get(k)) == str(v) for k, v in w.items())), None)
-        if match is None:
-            return [f"{key}: expected {want!r}, got {got!r}"]
-        left.remove(match)
-    return [f"{key}: expected {want!r}, got {got!r}"] if left else []
-
-
-def _check_partitions(want: Mapping[str, Any], got: Mapping[str, Any]) -> list[str]:
-    """``partitions: {demo-1: {leader: 2, isr: [2, 3]}}``: only the keys given are checked."""
-    out = []
-    for tp, keys in want.items():
-        actual = got.get(str(tp))
-        if actual is None:
-            out.append(f"partitions: no partition {tp!r} (partitions are {', '.join(got)})")
-            continue
-        for key, w in (keys or {}).items():
-            g = actual.get(key)
-            if key in _BROKER_MAPS:
-                for b, wb in (w or {}).items():
-                    if g.get(int(b)) != wb:
-                        out.append(
-                            f"partitions[{tp}].{key}[{b}]: expected {wb!r}, got {g.get(int(b))!r}"
-                        )
-            elif key in ("isr", "maximal_isr", "pending_isr"):
-                if (w is None) != (g is None) or sorted(w or []) != sorted(g or []):
-                    out.append(f"partitions[{tp}].{key}: expected {w!r}, got {g!r}")
-            elif w != g:
-                out.append(f"partitions[{tp}].{key}: expected {w!r}, got {g!r}")
-    return out

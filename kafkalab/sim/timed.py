@@ -14,22 +14,18 @@ from typing import Any
 from kafkalab.config import Config, make_config
 from kafkalab.errors import ConfigError
 from kafkalab.protocol.rules import Rules
+from kafkalab.sim.actions import ActionView
 from kafkalab.sim.cluster import Cluster
+from kafkalab.sim.outcome import is_safe, out_of_send_order
 
 __all__ = ["FAULT_KINDS", "Fault", "RunResult", "Workload", "random_faults", "simulate"]
 
-FAULT_ACTIONS = (
-    "burst",
-    "crash",
-    "restart",
-    "disconnect",
-    "reconnect",
-    "throttle",
-    "partition",
-    "heal",
-    "pause",
-    "resume",
-    "stop",
+# What a fault schedule can do: a burst from the workload, or a step the step vocabulary
+# (kafkalab.sim.actions) marks as a fault.
+FAULT_ACTIONS: ActionView[str] = ActionView(
+    lambda a: a.fault,
+    lambda a: a.doc,
+    first={"burst": "the producer sends one large batch at once"},
 )
 
 
@@ -116,7 +112,9 @@ class RunResult:
 
     @property
     def safe(self) -> bool:
-        return not (self.lost_acked or self.divergent or self.hw_regressions or self.two_leaders)
+        """True when nothing acknowledged was lost, no logs diverge, no HW moved backwards and
+        no epoch had two leaders."""
+        return is_safe(self)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -416,16 +414,13 @@ def _result(
 
 def _out_of_order(cluster: Cluster) -> int:
     """How many workload records in the leader's log follow a record that was sent after them
-    (values are "r<send number>.<index>"): reordering by retries."""
+    (values are "r<send number>.<index>"; burst records are not counted): reordering by
+    retries."""
     leader = cluster.leader
     if leader is None or leader not in cluster.sim.actors:
         return 0
-    count, highest = 0, -1
-    for value in cluster.replica(leader).values:
-        if not value.startswith("r"):
-            continue
-        sent = int(value[1:].split(".")[0])
-        if sent < highest:
-            count += 1
-        highest = max(highest, sent)
-    return count
+    sent = (
+        int(value[1:].split(".")[0]) if value.startswith("r") else None
+        for value in cluster.replica(leader).values
+    )
+    return len(out_of_send_order(sent))

@@ -50,7 +50,7 @@ class ArrowHeads(Artist):
         self.set_in_layout(False)
 
     def draw(self, renderer: Any) -> None:
-        if not self.get_visible() or not self.arrows:
+        if not self.get_visible() or not self.arrows or self.axes is None:
             return
         data = self.axes.transData
         length = renderer.points_to_pixels(self.length)
@@ -99,7 +99,7 @@ class Labels(Artist):
         return [label.text for label in self.items]
 
     def draw(self, renderer: Any) -> None:
-        if not self.get_visible() or not self.items:
+        if not self.get_visible() or not self.items or self.axes is None:
             return
         points = self.axes.transData.transform([(i.x, i.y) for i in self.items])
         pad = renderer.points_to_pixels(self.pad)

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkalab.errors import KafkalabError
-from kafkalab.sim.cluster import ReplicaView
 from kafkalab.sim.trace import Event, Trace
+from kafkalab.sim.views import ReplicaView
 
 __all__ = ["Snapshot", "as_events", "as_snapshot"]
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
+from cycler import cycler
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 __all__ = [
     "EPOCH_COLORS",
@@ -55,7 +59,7 @@ EPOCH_COLORS: tuple[str, ...] = (
 )
 EPOCH_HATCHES: tuple[str, ...] = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 
-_RC: dict[str, Any] = {
+_RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
     "font.size": 9,
     "axes.titlesize": 10,
@@ -76,7 +80,7 @@ _RC: dict[str, Any] = {
     "legend.framealpha": 1.0,
     "hatch.color": INK,
     "hatch.linewidth": 0.6,
-    "axes.prop_cycle": matplotlib.cycler(
+    "axes.prop_cycle": cycler(
         color=[OKABE_ITO[k] for k in ("blue", "orange", "bluish_green", "vermillion")]
     ),
     "lines.linewidth": 1.6,

@@ -16,7 +16,7 @@ from matplotlib.collections import LineCollection, PatchCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from kafkalab.sim.cluster import ReplicaView
+from kafkalab.sim.views import ReplicaView
 from kafkalab.viz._artists import Labels
 from kafkalab.viz._sources import as_snapshot
 from kafkalab.viz._style import (

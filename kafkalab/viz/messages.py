@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.collections import LineCollection
 
@@ -19,6 +19,9 @@ from kafkalab.sim.trace import Event
 from kafkalab.viz._artists import ArrowHeads, Labels
 from kafkalab.viz._sources import as_events
 from kafkalab.viz._style import INK, MUTED, OKABE_ITO, PAPER, legend_below, new_axes, style
+
+if TYPE_CHECKING:
+    from matplotlib.typing import LineStyleType
 
 __all__ = [
     "CATEGORIES",
@@ -31,7 +34,7 @@ __all__ = [
 ]
 
 # Message families: (colour, line style, legend label). The style is a second cue besides colour.
-CATEGORIES: dict[str, tuple[str, str, str]] = {
+CATEGORIES: dict[str, tuple[str, LineStyleType, str]] = {
     "client": (OKABE_ITO["blue"], "-", "client (produce, metadata)"),
     "replication": (OKABE_ITO["bluish_green"], "-", "replication (fetch, epoch queries)"),
     "control": (OKABE_ITO["orange"], "-.", "controller requests"),
@@ -400,8 +403,9 @@ def _node_label(node: str) -> str:
     return {"zk": "ZooKeeper", "controller": "controller"}.get(node, node)
 
 
-def _down_spans(flow: Flow, node: str) -> list[tuple[int, int]]:
-    spans, start = [], None
+def _down_spans(flow: Flow, node: str) -> list[tuple[float, float]]:
+    spans: list[tuple[float, float]] = []
+    start: float | None = None
     for m in sorted((m for m in flow.marks if m.node == node), key=lambda m: m.row):
         if m.kind in ("crash", "stopped", "pause") and start is None:
             start = m.row
@@ -431,6 +435,8 @@ def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int], labels: Labels)
     artist and the labels into ``labels`` (an ``annotate`` per message costs a layout each)."""
     shafts: dict[str, list[Any]] = {}
     heads, head_colors, crosses = [], [], []
+    tx: float
+    ty: float
     for a in arrows:
         x0, x1 = lanes[a.src], lanes[a.dst]
         if a.outcome == "lost":
@@ -547,7 +553,7 @@ def describe_messages(
             source, steps=steps, hide=hide, max_rows=max_rows, step_labels=step_labels
         )
     )
-    items: list[tuple[int, str]] = [(b.row, f"== {b.text}") for b in flow.boundaries]
+    items: list[tuple[float, str]] = [(b.row, f"== {b.text}") for b in flow.boundaries]
     for a in flow.arrows:
         outcome = f"LOST ({a.reason})" if a.outcome == "lost" else a.outcome
         items.append(

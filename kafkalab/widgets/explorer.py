@@ -17,27 +17,16 @@ from kafkalab import scenarios
 from kafkalab.check.invariants import Report
 from kafkalab.errors import KafkalabError
 from kafkalab.scenarios import Scenario, Step
+from kafkalab.sim import actions
+from kafkalab.sim.actions import ActionView
 from kafkalab.sim.cluster import Cluster, ReplicaView
 from kafkalab.sim.trace import Event
 
 __all__ = ["ACTIONS", "ExplorerModel", "StepOutcome"]
 
-# The step kinds the explorer offers, with the arguments each takes (as in scenario files).
-ACTIONS: dict[str, tuple[str, ...]] = {
-    "produce": ("value", "acks", "count"),
-    "fetch": ("follower", "response"),
-    "crash": ("broker", "lose_unflushed"),
-    "restart": ("broker",),
-    "flush": ("broker",),
-    "stop": ("broker",),
-    "disconnect": ("a", "b"),
-    "reconnect": ("a", "b"),
-    "heal": (),
-    "advance": ("ms",),
-    "pause": ("node",),
-    "resume": ("node",),
-    "elect_preferred": (),
-}
+# The step kinds the explorer offers, with the arguments each takes (as in scenario files): the
+# step vocabulary's (kafkalab.sim.actions) marked for the explorer.
+ACTIONS: ActionView[tuple[str, ...]] = ActionView(lambda a: a.explorer, lambda a: a.param_names)
 
 
 @dataclass(frozen=True)
@@ -196,12 +185,18 @@ class ExplorerModel:
         here. A refused step changes nothing and says why."""
         if kind not in ACTIONS:
             raise KafkalabError(f"unknown step {kind!r}: use one of {', '.join(ACTIONS)}")
+        given = {k: v for k, v in args.items() if v is not None}
+        allowed = ", ".join(ACTIONS[kind]) or "no arguments"
         unknown = set(args) - set(ACTIONS[kind])
         if unknown:
-            allowed = ", ".join(ACTIONS[kind]) or "no arguments"
             raise KafkalabError(f"{kind} does not take {sorted(unknown)}: it takes {allowed}")
+        missing = [
+            p.name for p in actions.REGISTRY[kind].params if p.required and p.name not in given
+        ]
+        if missing:
+            raise KafkalabError(f"{kind} needs {', '.join(missing)}: it takes {allowed}")
         start = self.position
-        step = Step(start + 1, kind, {k: v for k, v in args.items() if v is not None}, note)
+        step = Step(start + 1, kind, given, note)
         outcome = self._apply(step)
         if outcome.ok:
             if len(self.steps) > start:  # steps undone by a rewind: this starts a new branch

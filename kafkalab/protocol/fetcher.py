@@ -1,0 +1,186 @@
+"""The follower side of replication (AbstractFetcherThread / ReplicaFetcherThread): fetch from
+the leader, find the truncation point with OffsetsForLeaderEpoch, truncate, follow the HW.
+
+Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala/kafka/...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.commands import FetchNow
+from kafkalab.protocol.host import BrokerHost
+from kafkalab.protocol.producer_state import ProducerStateManager
+from kafkalab.protocol.replica import ReplicaState, arm, set_hw
+
+__all__ = ["ReplicaFetcher"]
+
+
+class ReplicaFetcher:
+    """The fetcher of one broker, for every partition it follows. ``host.auto_fetch`` is timed
+    mode: the follower fetches on its own, in a loop; in stepped mode it only fetches when told
+    (:class:`~kafkalab.protocol.commands.FetchNow`)."""
+
+    def __init__(self, host: BrokerHost) -> None:
+        self.host = host
+
+    def auto(self, r: ReplicaState) -> bool:
+        """Whether the follower fetches on its own: always in timed mode, and for the internal
+        topics in stepped mode too (a lesson steps the data partition by hand, not them)."""
+        return self.host.auto_fetch or r.tp.startswith("__")
+
+    def on_fetch_now(self, ctx: Context, src: Any, cmd: FetchNow) -> None:
+        r = self.host.partitions[cmd.tp]
+        if r.role == "follower":
+            r.inflight = None  # an outstanding request whose response was lost has timed out
+            self.send_fetch(ctx, r, cmd.max_wait_ms)
+
+    def send_fetch(self, ctx: Context, r: ReplicaState, max_wait_ms: int | None = None) -> None:
+        """AbstractFetcherThread: truncate first when needed, else fetch from the LEO."""
+        assert r.leader is not None
+        host, config = self.host, self.host.config
+        correlation = host.next_correlation()
+        r.inflight = correlation
+        current_epoch = r.leader_epoch if config.kip320 else None
+        if r.truncating:
+            req: Any = m.OffsetsForLeaderEpochRequest(
+                r.tp, host.id, r.log.latest_epoch, current_epoch, correlation
+            )
+        else:
+            wait = config.replica_fetch_wait_max_ms if max_wait_ms is None else max_wait_ms
+            req = m.FetchRequest(
+                r.tp,
+                host.id,
+                r.log.leo,
+                current_epoch,
+                wait,
+                correlation,
+                config.replica_fetch_max_bytes,
+                host.session if host.kraft and host.session is not None else -1,
+                config.replica_fetch_response_max_bytes,
+            )
+        ctx.send(r.leader, req)
+        if self.auto(r):
+            # The fetcher's request timeout: a lost request or response does not stall it forever.
+            r.fetch_deadline_ms = ctx.now + config.request_timeout_ms
+            arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
+
+    def fetch_timed_out(self, ctx: Context, r: ReplicaState) -> None:
+        if r.role != "follower" or r.inflight is None:
+            return
+        if r.fetch_deadline_ms <= ctx.now:
+            r.inflight = None
+            self.send_fetch(ctx, r)
+        else:
+            arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
+
+    def on_backoff_timer(self, ctx: Context, name: str, tp: str) -> None:
+        r = self.host.partitions[tp]
+        if r.role == "follower" and r.inflight is None:
+            self.send_fetch(ctx, r)
+
+    def _accept_response(self, r: ReplicaState, correlation_id: int) -> bool:
+        if r.role != "follower" or r.inflight != correlation_id:
+            return False
+        r.inflight = None
+        return True
+
+    def on_fetch_response(self, ctx: Context, src: Any, resp: m.FetchResponse) -> None:
+        """ReplicaFetcherThread.processPartitionData: append, then follower HW =
+        min(leader's HW, own LEO); the HW of a follower only moves forward."""
+        host = self.host
+        r = host.partitions[resp.tp]
+        if not self._accept_response(r, resp.correlation_id):
+            return
+        if resp.error == m.NONE:
+            if resp.records and resp.records[0].offset == r.log.leo:
+                r.log.append_replicated(resp.records)
+                r.producers.observe(resp.records)  # followers rebuild producer state as they go
+                ctx.emit(
+                    "replicate",
+                    broker=host.id,
+                    tp=r.tp,
+                    first=resp.records[0].offset,
+                    last=resp.records[-1].offset,
+                )
+            new_hw = host.rules.follower_hw(resp.hw, r.log.leo)
+            if new_hw != r.log.hw:  # assigned as is: a new leader's stale HW can be lower
+                set_hw(ctx, host.id, r, new_hw)
+            if r.log.increment_log_start_offset(resp.log_start_offset):
+                ctx.emit("log_start_offset", broker=host.id, tp=r.tp, offset=resp.log_start_offset)
+            self._next_fetch(ctx, r, 0)
+        elif resp.error == m.OFFSET_OUT_OF_RANGE:
+            self.handle_offset_out_of_range(ctx, r, resp.leader_leo)
+        else:
+            ctx.emit("fetch_error", broker=host.id, tp=r.tp, error=resp.error)
+            self._next_fetch(ctx, r, host.config.replica_fetch_backoff_ms)
+
+    def handle_offset_out_of_range(self, ctx: Context, r: ReplicaState, leader_leo: int) -> None:
+        """ReplicaFetcherThread.handleOffsetOutOfRange: a follower ahead of the leader truncates to
+        the leader's LEO (the pre-0.11 path that loses acknowledged records)."""
+        config = self.host.config
+        if r.log.leo > leader_leo:
+            if not config.unclean_leader_election_enable and config.out_of_range_halts:
+                # 0.8.2 to 2.0.0: "Exiting because log truncation is not allowed" (System.exit).
+                ctx.stop_process(
+                    f"broker {self.host.id} is ahead of the leader ({r.log.leo} > {leader_leo}) "
+                    "and unclean leader election is disabled, so it may not truncate: it halts"
+                )
+                return
+            self.truncate(ctx, r, leader_leo, "offset_out_of_range")
+        self._next_fetch(ctx, r, 0)
+
+    def on_epoch_response(
+        self, ctx: Context, src: Any, resp: m.OffsetsForLeaderEpochResponse
+    ) -> None:
+        """AbstractFetcherThread.maybeTruncate / getOffsetTruncationState.
+
+        KIP-101: truncate to min(leader's end offset, own LEO); an undefined answer falls back to
+        the HW. KIP-279: if the leader answered with an epoch this replica does not end at the same
+        place, truncate to where this replica's copy of that epoch ends and ask again."""
+        host = self.host
+        r = host.partitions[resp.tp]
+        if not self._accept_response(r, resp.correlation_id):
+            return
+        if resp.error != m.NONE:
+            ctx.emit("fetch_error", broker=host.id, tp=r.tp, error=resp.error)
+            self._next_fetch(ctx, r, host.config.replica_fetch_backoff_ms)
+            return
+        target, done = host.rules.truncation_offset(
+            resp.leader_epoch, resp.end_offset, tuple(r.log.epochs), r.log.leo, r.log.hw
+        )
+        self.truncate(ctx, r, target, "leader_epoch")
+        r.truncating = not done or not r.log.epochs
+        if not r.log.epochs:
+            r.truncating = False
+        self._next_fetch(ctx, r, 0)
+
+    def _next_fetch(self, ctx: Context, r: ReplicaState, backoff_ms: int) -> None:
+        if not self.auto(r) or r.role != "follower":
+            return
+        if backoff_ms:
+            ctx.set_timer(backoff_ms, "fetch_backoff", r.tp)
+        else:
+            self.send_fetch(ctx, r)
+
+    def truncate(self, ctx: Context, r: ReplicaState, offset: int, reason: str) -> None:
+        """UnifiedLog.truncateTo: drop the records from ``offset`` on, and rebuild the producer
+        state from what is left."""
+        old_leo, old_hw = r.log.leo, r.log.hw
+        if offset >= old_leo:
+            return
+        removed = [rec.value for rec in r.log.records[offset:]]
+        r.log.truncate_to(offset)
+        r.producers = ProducerStateManager.rebuild(r.log.records)
+        ctx.emit(
+            "truncate",
+            broker=self.host.id,
+            tp=r.tp,
+            to=offset,
+            old_leo=old_leo,
+            old_hw=old_hw,
+            removed=removed,
+            reason=reason,
+        )

@@ -1,0 +1,464 @@
+"""The leader's and the follower's rules for one partition (kafka.cluster.Partition): becoming
+leader or follower, the follower fetch state, the HW, ISR changes through AlterPartition, and the
+leader's answers to follower fetches and OffsetsForLeaderEpoch.
+
+Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala/kafka/...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.coordinator import Coordinator
+from kafkalab.protocol.fetcher import ReplicaFetcher
+from kafkalab.protocol.host import BrokerHost
+from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+from kafkalab.protocol.purgatory import Purgatory
+from kafkalab.protocol.replica import (
+    NEVER_MS,
+    UNKNOWN_LEO,
+    DelayedFetch,
+    Remote,
+    ReplicaState,
+    arm,
+    min_isr,
+    read,
+    set_hw,
+)
+from kafkalab.protocol.zookeeper import ZOOKEEPER
+
+__all__ = ["Partition"]
+
+# Partition.handleAlterPartitionError: answers that keep the proposal pending until new
+# metadata arrives, and answers that restore the committed state.
+_ALTER_PARTITION_WAIT = frozenset(
+    {
+        m.FENCED_LEADER_EPOCH,
+        m.INVALID_UPDATE_VERSION,
+        m.UNKNOWN_TOPIC_OR_PARTITION,
+        m.INVALID_REQUEST,
+        m.NEW_LEADER_ELECTED,
+    }
+)
+_ALTER_PARTITION_RESET = frozenset(
+    {m.INELIGIBLE_REPLICA, m.OPERATION_NOT_ATTEMPTED, m.NOT_CONTROLLER}
+)
+
+
+class Partition:
+    """kafka.cluster.Partition's rules. One instance serves every partition of its broker:
+    each call names the :class:`~kafkalab.protocol.replica.ReplicaState` it acts on. The
+    ``coordinators`` hear when this broker gains or loses a partition's leadership."""
+
+    def __init__(
+        self,
+        host: BrokerHost,
+        purgatory: Purgatory,
+        fetcher: ReplicaFetcher,
+        coordinators: tuple[Coordinator, ...],
+    ) -> None:
+        self.host = host
+        self.purgatory = purgatory
+        self.fetcher = fetcher
+        self.coordinators = coordinators
+
+    # ---- becoming leader or follower -----------------------------------------------------
+
+    def update_partition(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Same leader epoch, newer partition epoch: only the ISR changed (in KRaft an ISR
+        change does not bump the leader epoch; Partition.makeLeader compares partition
+        epochs)."""
+        r.isr = msg.isr
+        r.partition_epoch = msg.partition_epoch
+        r.alter_isr_pending = False  # the committed state replaces any pending proposal
+        r.maximal_isr = ()
+        if r.role == "leader":
+            ctx.emit("isr_applied", broker=self.host.id, tp=r.tp, isr=list(msg.isr))
+            self.maybe_increment_hw(ctx, r)
+            self.purgatory.complete_produces(ctx, r)
+
+    def make_leader(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Partition.makeLeader: record the new epoch at the LEO at once, and reset the view of
+        every follower (:meth:`_reset_remotes`). The HW starts from this replica's own, possibly
+        stale, HW."""
+        was_leader = r.role == "leader"
+        new_epoch = msg.leader_epoch > r.leader_epoch
+        self._set_partition_state(r, msg)
+        r.role = "leader"
+        if self.host.config.leader_epoch_on_election:  # else with the first append (before 2.0.1)
+            r.log.assign_epoch(msg.leader_epoch, r.log.leo)
+        r.truncating = False
+        r.inflight = None
+        if not was_leader or new_epoch:
+            self._reset_remotes(ctx, r, msg, new_leader=not was_leader)
+        r.alter_isr_pending = False  # the committed state replaces any pending proposal
+        r.maximal_isr = ()
+        ctx.emit(
+            "became_leader",
+            broker=self.host.id,
+            tp=r.tp,
+            controller_epoch=msg.controller_epoch,
+            leader_epoch=msg.leader_epoch,
+            isr=list(msg.isr),
+            leo=r.log.leo,
+            hw=r.log.hw,
+        )
+        self.maybe_increment_hw(ctx, r)
+        self.purgatory.complete_produces(ctx, r)
+        for coordinator in self.coordinators:
+            coordinator.elected(ctx, r)
+
+    def _reset_remotes(
+        self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr, *, new_leader: bool
+    ) -> None:
+        """Replica.resetReplicaState, for every new leader epoch (since 0.10.2, KAFKA-4485), not
+        only when this broker newly leads: a follower in the new ISR gets a fresh lag window
+        (caught up now), one outside it counts as never caught up, so it holds the HW back
+        only once it has caught up again. A newly elected leader knows no follower's LEO
+        until each fetches; a re-elected one keeps them. Under the pre-0.9 rule
+        (``lag_time_from_caught_up`` off) the lag clock is the time of the last fetch, which a
+        new leader starts at now."""
+        legacy = not self.host.config.lag_time_from_caught_up
+        remotes: dict[int, Remote] = {}
+        for rid in msg.replicas:
+            if rid == self.host.id:
+                continue
+            old = r.remotes.get(rid)
+            in_sync = rid in msg.isr
+            remote = Remote() if new_leader or old is None else old
+            remote.last_caught_up_ms = ctx.now if in_sync else NEVER_MS
+            remote.last_fetch_ms = ctx.now if in_sync or legacy else NEVER_MS
+            remote.last_fetch_leader_leo = UNKNOWN_LEO if new_leader else r.log.leo
+            remotes[rid] = remote
+        r.remotes = remotes
+
+    def make_follower(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
+        follower truncates to its HW at once; with them it first asks the leader where the epoch
+        it holds ends (OffsetsForLeaderEpoch)."""
+        same_leader = r.role == "follower" and r.leader == msg.leader
+        self.purgatory.fail_pending(ctx, r, m.NOT_LEADER_OR_FOLLOWER)
+        for coordinator in self.coordinators:
+            coordinator.resigned(r.tp)
+        self._set_partition_state(r, msg)
+        r.role = "follower" if msg.leader is not None else None
+        r.remotes = {}
+        r.alter_isr_inflight = None
+        r.alter_isr_pending = False
+        r.maximal_isr = ()
+        r.inflight = None
+        ctx.emit(
+            "became_follower",
+            broker=self.host.id,
+            tp=r.tp,
+            controller_epoch=msg.controller_epoch,
+            leader=msg.leader,
+            leader_epoch=msg.leader_epoch,
+        )
+        if self.host.config.leader_epochs and r.log.latest_epoch != UNDEFINED_EPOCH:
+            # Since 3.x a new leader epoch restarts the fetcher with truncation, leader changed
+            # or not (Partition.makeFollower returns isNewLeaderEpoch).
+            r.truncating = True
+        elif not same_leader:
+            # ReplicaManager.makeFollowers (0.10) truncates to the HW only for partitions whose
+            # leader changed; the others are skipped.
+            self.fetcher.truncate(ctx, r, r.log.hw, "truncate_to_hw")
+            r.truncating = False
+        if r.role == "follower" and self.fetcher.auto(r):
+            self.fetcher.send_fetch(ctx, r)
+
+    def _set_partition_state(self, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        r.leader = msg.leader
+        r.leader_epoch = msg.leader_epoch
+        r.isr = msg.isr
+        r.partition_epoch = msg.partition_epoch
+        r.replicas = msg.replicas
+
+    # ---- HW and ISR (leader) ---------------------------------------------------------------
+
+    def caught_up(self, r: ReplicaState, remote: Remote, now: int) -> bool:
+        """Replica.isCaughtUp: at the leader's LEO, or caught up with it within the lag time.
+        Before 0.9 (KAFKA-1546) Partition.getOutOfSyncReplicas instead dropped a follower that
+        had not fetched for replica.lag.time.max.ms ("stuck") or was more than
+        replica.lag.max.messages behind ("slow"); the message rule can be switched on alone."""
+        config = self.host.config
+        lag_messages = config.replica_lag_max_messages
+        known = remote.leo != UNKNOWN_LEO  # the message rule skips a follower not heard from
+        if lag_messages is not None and known and r.log.leo - remote.leo > lag_messages:
+            return False
+        if not config.lag_time_from_caught_up:
+            return now - remote.last_fetch_ms <= config.replica_lag_time_max_ms
+        return remote.leo == r.log.leo or now - remote.last_caught_up_ms <= (
+            config.replica_lag_time_max_ms
+        )
+
+    def maybe_increment_hw(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO of the leader and every
+        member of the ISR, and since 0.10.2 (KAFKA-4485, ``hw_includes_caught_up_followers``) of
+        any caught-up follower outside it, which is about to join. Since 3.6 (KAFKA-15021,
+        ``kafka_15021``) such a follower counts only if it may join
+        (:meth:`isr_eligible`). While an ISR change is in flight the wider ISR counts (the
+        maximal ISR of KIP-497), so a joining follower can never be elected without what was
+        acknowledged. Since 3.7 (KAFKA-15583) the HW does not move while the ISR is below
+        min(min.insync.replicas, replication factor)."""
+        if r.role != "leader":
+            return
+        config = self.host.config
+        isr = r.maximal_isr or r.isr
+        if config.hw_freeze_under_min_isr:
+            effective_min_isr = min(min_isr(config, r), len(r.replicas))
+            if len(r.isr) < effective_min_isr:
+                return
+        waited_for = {self.host.id, *isr}
+        if config.hw_includes_caught_up_followers:
+            check_eligible = config.kafka_15021
+            for rid, remote in r.remotes.items():
+                if (
+                    rid not in waited_for
+                    and self.caught_up(r, remote, ctx.now)
+                    and (not check_eligible or self.isr_eligible(rid, remote))
+                ):
+                    waited_for.add(rid)
+        remote_leos = {rid: remote.leo for rid, remote in r.remotes.items()}
+        old_hw = r.log.hw
+        new_hw = self.host.rules.leader_hw(old_hw, r.log.leo, waited_for, remote_leos)
+        if new_hw != old_hw:
+            set_hw(ctx, self.host.id, r, new_hw)
+        if new_hw > old_hw:
+            self.purgatory.complete_produces(ctx, r)
+            if config.follower_fetch_completes_on_hw_change:
+                self.purgatory.complete_fetches_behind(ctx, r, new_hw)
+
+    def isr_eligible(self, follower: int, remote: Remote) -> bool:
+        """Partition.isReplicaIsrEligible. With ZooKeeper: the broker is alive. In KRaft: it is
+        not fenced and not in controlled shutdown (KIP-841, 3.3), and the broker epoch of its
+        latest fetch is the one the metadata holds (KAFKA-14617, 3.5), so a fetch state left by
+        an earlier incarnation of a bounced broker does not count."""
+        if follower not in self.host.live_brokers:
+            return False
+        if not self.host.kraft:
+            return True
+        if follower in self.host.shutting_down_brokers:
+            return False
+        cached = self.host.live_broker_epochs.get(follower, -1)
+        return remote.broker_epoch in (-1, cached)
+
+    def _maybe_expand_isr(
+        self, ctx: Context, r: ReplicaState, follower: int, remote: Remote
+    ) -> None:
+        """Partition.maybeExpandIsr / isFollowerInSync: a follower outside the ISR joins once its
+        LEO reaches the HW and the start of the leader's current epoch (KAFKA-7128)."""
+        if follower in r.isr or r.alter_isr_pending or not self.isr_eligible(follower, remote):
+            return
+        epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
+        if remote.leo >= r.log.hw and remote.leo >= epoch_start:
+            self._alter_isr(ctx, r, r.isr + (follower,), "expand")
+
+    def maybe_shrink_isr(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.maybeShrinkIsr (every replica.lag.time.max.ms / 2): drop every follower
+        that is not caught up."""
+        if r.alter_isr_pending:
+            return
+        out = [
+            rid
+            for rid in r.isr
+            if rid != self.host.id and not self.caught_up(r, r.remotes[rid], ctx.now)
+        ]
+        if out:
+            self._alter_isr(ctx, r, tuple(i for i in r.isr if i not in out), "shrink")
+
+    def _alter_isr(self, ctx: Context, r: ReplicaState, isr: tuple[int, ...], why: str) -> None:
+        """Partition.alterIsr (AlterIsr/AlterPartition since 2.7, KIP-497): the request goes to
+        the controller and, while it is pending, the HW counts the wider, maximal ISR. Before
+        2.7 (``alter_isr`` off) Partition.updateIsr wrote the znode itself, through ZooKeeper
+        in the ZooKeeper era (the dedicated controller stands beside ZooKeeper and takes the
+        write), and only the written ISR counted. One change per partition is in flight at a
+        time (DefaultAlterPartitionManager.submit): another attempt before its answer is not
+        made (OPERATION_NOT_ATTEMPTED), and the partition stays at its committed state."""
+        if r.alter_isr_inflight is not None:
+            return
+        r.alter_isr_pending = True
+        if self.host.config.alter_isr:
+            r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
+            target = self.host.controller_address
+        else:
+            zk_mode = self.host.config.controller_mode == "zk"
+            target = ZOOKEEPER if zk_mode else self.host.controller_address
+        ctx.emit("alter_isr", broker=self.host.id, tp=r.tp, isr=list(isr), reason=why)
+        self._send_alter_isr(ctx, r, isr, target)
+        ctx.set_timer(
+            self.host.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch)
+        )
+
+    def _send_alter_isr(
+        self, ctx: Context, r: ReplicaState, isr: tuple[int, ...], target: Any
+    ) -> None:
+        r.alter_isr_inflight, r.alter_isr_target = isr, target
+        ctx.send(target, m.AlterIsr(r.tp, self.host.id, r.leader_epoch, r.partition_epoch, isr))
+
+    def on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
+        """Partition.handleAlterPartitionUpdate and handleAlterPartitionError. An answer to a
+        proposal that new partition state has already replaced is ignored. Otherwise: when the
+        controller says the proposal was not applied (INELIGIBLE_REPLICA,
+        OPERATION_NOT_ATTEMPTED) the committed state is restored; when the leader's view is
+        out of date (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, UNKNOWN_TOPIC_OR_PARTITION,
+        INVALID_REQUEST, NEW_LEADER_ELECTED) the proposal stays pending, unretried, until new
+        metadata replaces it; an error it does not know is retried at once with the same
+        proposal. (NOT_CONTROLLER, which Kafka's controller channel handles by finding the new
+        controller, frees the proposal to be made again.)"""
+        r = self.host.partitions[msg.tp]
+        proposed, r.alter_isr_inflight = r.alter_isr_inflight, None
+        if not r.alter_isr_pending or proposed is None:
+            return
+        if msg.error != m.NONE:
+            ctx.emit("alter_isr_failed", broker=self.host.id, tp=r.tp, error=msg.error)
+        if msg.error in _ALTER_PARTITION_WAIT:
+            return
+        if msg.error not in _ALTER_PARTITION_RESET and msg.error != m.NONE:
+            if r.role == "leader":
+                self._send_alter_isr(ctx, r, proposed, r.alter_isr_target)
+            return
+        r.alter_isr_pending = False
+        r.maximal_isr = ()
+        if msg.error != m.NONE or r.role != "leader" or msg.leader_epoch != r.leader_epoch:
+            return
+        r.isr = msg.isr
+        r.partition_epoch = msg.partition_epoch
+        ctx.emit("isr_applied", broker=self.host.id, tp=r.tp, isr=list(msg.isr))
+        self.maybe_increment_hw(ctx, r)
+        self.purgatory.complete_produces(ctx, r)
+
+    def on_alter_isr_timeout(self, ctx: Context, name: str, data: tuple[str, int]) -> None:
+        """The AlterPartition request got no answer within request.timeout.ms."""
+        tp, leader_epoch = data
+        r = self.host.partitions[tp]
+        r.alter_isr_inflight = None  # the request timed out: the answer will not come
+        if r.leader_epoch == leader_epoch:
+            r.alter_isr_pending = False
+            r.maximal_isr = ()
+
+    # ---- follower fetches and OffsetsForLeaderEpoch (leader) -----------------------------
+
+    def _update_follower_fetch_state(
+        self,
+        ctx: Context,
+        r: ReplicaState,
+        follower: int,
+        fetch_offset: int,
+        broker_epoch: int = -1,
+    ) -> None:
+        """Replica.updateFetchState, then Partition.maybeExpandIsr and maybeIncrementLeaderHW.
+
+        lastCaughtUpTime: now if the fetch reaches the leader's LEO; else the time of the previous
+        fetch if this one reaches the LEO the leader had then; else unchanged."""
+        remote = r.remotes.get(follower)
+        if remote is None:
+            return
+        leader_leo = r.log.leo
+        if fetch_offset >= leader_leo:
+            remote.last_caught_up_ms = max(remote.last_caught_up_ms, ctx.now)
+        elif fetch_offset >= remote.last_fetch_leader_leo:
+            remote.last_caught_up_ms = max(remote.last_caught_up_ms, remote.last_fetch_ms)
+        remote.last_fetch_leader_leo = leader_leo
+        remote.last_fetch_ms = ctx.now
+        remote.leo = fetch_offset
+        remote.broker_epoch = broker_epoch
+        self._maybe_expand_isr(ctx, r, follower, remote)
+        self.maybe_increment_hw(ctx, r)
+
+    def on_fetch(self, ctx: Context, src: Any, req: m.FetchRequest) -> None:
+        """ReplicaManager.fetchMessages: check the epoch (KIP-320) and the offset, read the log and
+        the HW, apply the follower's fetch offset (Partition.updateFollowerFetchState), and park
+        a read that found nothing in the fetch purgatory.
+
+        Since 0.8.2 (KAFKA-1430) the read comes *before* the fetch offset is applied, so a
+        response sent at once carries the HW as it was before this fetch; before, the offset
+        was applied first (``hw_read_before_fetch_update`` off). A parked fetch is answered by
+        DelayedFetch.onComplete, which reads again: it carries the HW this very fetch raised.
+        In stepped mode nothing else can happen while a fetch waits, so its wait ends within
+        the step and the clock does not move."""
+        r = self.host.partitions.get(req.tp)
+        if r is None:  # a partition this broker does not host
+            ctx.send(src, m.FetchResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER))
+            return
+        error = self.check_fetch(r, req.current_leader_epoch)
+        if error is None and req.fetch_offset > r.log.leo:
+            error = m.OFFSET_OUT_OF_RANGE
+        if error is not None:
+            ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, error, leader_leo=r.log.leo))
+            return
+        read_first = self.host.config.hw_read_before_fetch_update
+        if read_first:
+            records, hw = read(r, req), r.log.hw
+        self._update_follower_fetch_state(
+            ctx, r, req.replica_id, req.fetch_offset, req.broker_epoch
+        )
+        if not read_first:
+            records, hw = read(r, req), r.log.hw
+        if not records and req.max_wait_ms > 0 and not self._needs_hw_update(r, req, hw):
+            deadline = ctx.now + req.max_wait_ms if self.fetcher.auto(r) else ctx.now
+            r.delayed_fetches.append(DelayedFetch(src, req, deadline))
+            arm(ctx, r, "fetch_wait", deadline)
+            return
+        self.purgatory.send_fetch_response(ctx, src, r, req, records, hw)
+
+    def _needs_hw_update(self, r: ReplicaState, req: m.FetchRequest, hw: int) -> bool:
+        """2.4 to 2.5 (KAFKA-8443, ``follower_fetch_completes_on_hw_change``): a follower whose
+        last answer carried an older HW is answered now (ReplicaManager followerNeedsHwUpdate,
+        DelayedFetch case H)."""
+        if not self.host.config.follower_fetch_completes_on_hw_change:
+            return False
+        remote = r.remotes.get(req.replica_id)
+        return remote is not None and remote.last_sent_hw < hw
+
+    def check_fetch(self, r: ReplicaState, current_leader_epoch: int | None) -> str | None:
+        """Partition.checkCurrentLeaderEpoch (KIP-320) and the leadership check."""
+        if current_leader_epoch is not None and self.host.config.kip320:
+            if current_leader_epoch < r.leader_epoch:
+                return m.FENCED_LEADER_EPOCH
+            if current_leader_epoch > r.leader_epoch:
+                return m.UNKNOWN_LEADER_EPOCH
+        if r.role != "leader":
+            return m.NOT_LEADER_OR_FOLLOWER
+        return None
+
+    def on_epoch_request(self, ctx: Context, src: Any, req: m.OffsetsForLeaderEpochRequest) -> None:
+        """ReplicaManager.lastOffsetForLeaderEpoch -> LeaderEpochFileCache.endOffsetFor. Before
+        KIP-279 the answer carries no epoch."""
+        r = self.host.partitions.get(req.tp)
+        if r is None:  # ReplicaManager.lastOffsetForLeaderEpoch: a partition it does not host
+            ctx.send(
+                src,
+                m.OffsetsForLeaderEpochResponse(
+                    req.tp,
+                    req.correlation_id,
+                    m.NOT_LEADER_OR_FOLLOWER,
+                    UNDEFINED_EPOCH,
+                    UNDEFINED_OFFSET,
+                ),
+            )
+            return
+        error = self.check_fetch(r, req.current_leader_epoch)
+        if error is not None:
+            reply = m.OffsetsForLeaderEpochResponse(
+                r.tp, req.correlation_id, error, UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            )
+        elif not self.host.config.leader_epoch_on_election and (
+            not r.log.epochs or req.leader_epoch < r.log.epochs[0][0]
+        ):
+            # Before 2.0.1 (KAFKA-7415) an epoch older than every cached one was undefined.
+            reply = m.OffsetsForLeaderEpochResponse(
+                r.tp, req.correlation_id, m.NONE, UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            )
+        else:
+            epoch, end_offset = self.host.rules.end_offset_for(
+                tuple(r.log.epochs), r.log.leo, req.leader_epoch
+            )
+            if not self.host.config.kip279:
+                epoch = UNDEFINED_EPOCH
+            reply = m.OffsetsForLeaderEpochResponse(
+                r.tp, req.correlation_id, m.NONE, epoch, end_offset
+            )
+        ctx.send(src, reply)

@@ -1,0 +1,132 @@
+"""ReplicaManager's purgatories: the acks=all produce requests waiting for the HW
+(DelayedProduce) and the follower fetches waiting for new data (DelayedFetch).
+
+Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala/kafka/...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Context
+from kafkalab.protocol.host import BrokerHost
+from kafkalab.protocol.replica import (
+    DelayedFetch,
+    DelayedProduce,
+    ReplicaState,
+    arm,
+    fetch_response,
+    min_isr,
+    read,
+)
+
+__all__ = ["Purgatory"]
+
+
+class Purgatory:
+    """The waiting produce and fetch requests of every partition one broker leads (each
+    :class:`~kafkalab.protocol.replica.ReplicaState` holds its own queues)."""
+
+    def __init__(self, host: BrokerHost) -> None:
+        self.host = host
+
+    def complete_produces(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.checkEnoughReplicasReachOffset for the waiting acks=all requests. They wait
+        in append order, so their required offsets increase: the ones the HW has passed (or all
+        of them, once this replica is no longer leader) are at the front."""
+        queue = r.delayed_produces
+        while queue:
+            p = queue[0]
+            error = self._produce_outcome(r, p)
+            if error is None:
+                return
+            queue.popleft()
+            self.answer_produce(ctx, r, p, error, p.base_offset)
+
+    def _produce_outcome(self, r: ReplicaState, p: DelayedProduce) -> str | None:
+        if r.role != "leader":
+            return m.NOT_LEADER_OR_FOLLOWER
+        if r.log.hw < p.required_offset:
+            return None
+        if len(r.isr) >= min_isr(self.host.config, r):
+            return m.NONE
+        return m.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    def answer_produce(
+        self, ctx: Context, r: ReplicaState, p: DelayedProduce, error: str, base_offset: int = -1
+    ) -> None:
+        if p.reply is not None:
+            p.reply(ctx, error)
+        elif p.request is not None:
+            resp = m.ProduceResponse(r.tp, p.request.correlation_id, error, base_offset)
+            ctx.send(p.src, resp)
+
+    def expire_produces(self, ctx: Context, r: ReplicaState) -> None:
+        # Every request carries the producer's request.timeout.ms, so deadlines follow append
+        # order too.
+        queue = r.delayed_produces
+        while queue and queue[0].deadline_ms <= ctx.now:
+            p = queue.popleft()
+            self.answer_produce(ctx, r, p, m.REQUEST_TIMED_OUT)
+        if queue:
+            arm(ctx, r, "produce_timeout", queue[0].deadline_ms)
+
+    def fail_pending(self, ctx: Context, r: ReplicaState, error: str) -> None:
+        for p in r.delayed_produces:
+            self.answer_produce(ctx, r, p, error)
+        r.delayed_produces.clear()
+        for f in r.delayed_fetches:
+            ctx.send(f.src, m.FetchResponse(r.tp, f.request.correlation_id, error))
+        r.delayed_fetches = []
+
+    def complete_fetches(self, ctx: Context, r: ReplicaState) -> None:
+        """DelayedFetch.tryComplete: new data completes every waiting fetch."""
+        self._answer_fetches_where(ctx, r, lambda f: True)
+
+    def complete_fetches_behind(self, ctx: Context, r: ReplicaState, hw: int) -> None:
+        """DelayedFetch case H (2.4 to 2.5): a waiting follower fetch completes once the HW is
+        ahead of what that follower was last told."""
+
+        def behind(f: DelayedFetch) -> bool:
+            remote = r.remotes.get(f.request.replica_id)
+            return remote is not None and remote.last_sent_hw < hw
+
+        self._answer_fetches_where(ctx, r, behind)
+
+    def expire_fetches(self, ctx: Context, r: ReplicaState) -> None:
+        self._answer_fetches_where(ctx, r, lambda f: f.deadline_ms <= ctx.now)
+        if r.delayed_fetches:
+            arm(ctx, r, "fetch_wait", min(f.deadline_ms for f in r.delayed_fetches))
+
+    def _answer_fetches_where(
+        self, ctx: Context, r: ReplicaState, done: Callable[[DelayedFetch], bool]
+    ) -> None:
+        """Answer the waiting fetches ``done`` accepts, in arrival order; the rest wait on."""
+        waiting, r.delayed_fetches = r.delayed_fetches, []
+        for f in waiting:
+            if done(f):
+                self._answer_delayed_fetch(ctx, r, f)
+            else:
+                r.delayed_fetches.append(f)
+
+    def _answer_delayed_fetch(self, ctx: Context, r: ReplicaState, f: DelayedFetch) -> None:
+        """DelayedFetch.onComplete reads again (readFromPurgatory) without updating the
+        follower's state, which was applied when the request arrived."""
+        req = f.request
+        self.send_fetch_response(ctx, f.src, r, req, read(r, req), r.log.hw)
+
+    def send_fetch_response(
+        self,
+        ctx: Context,
+        src: Any,
+        r: ReplicaState,
+        req: m.FetchRequest,
+        records: tuple[Any, ...],
+        hw: int,
+    ) -> None:
+        remote = r.remotes.get(req.replica_id)
+        if remote is not None:
+            remote.last_sent_hw = hw
+        ctx.send(src, fetch_response(r, req, records, hw))

@@ -1,0 +1,307 @@
+"""The client steps of a cluster: sends by the bare producer, named producer and consumer
+clients, their transactions, polls and offset commits, and their crashes and restarts."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.errors import ActionError, ConfigError, did_you_mean
+from kafkalab.protocol import messages as msgs
+from kafkalab.protocol.client import (
+    KafkaProducer,
+    ProduceCommand,
+    ProducerSettings,
+    TxnCommand,
+    idempotence_fits,
+)
+from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
+from kafkalab.protocol.offsets import offsets_partition
+from kafkalab.protocol.producer import Producer, Send
+from kafkalab.protocol.transactions import txn_partition
+
+if TYPE_CHECKING:
+    from kafkalab.sim.cluster import Cluster
+
+__all__ = ["CLIENT_HOST", "ClientSteps"]
+
+CLIENT_HOST = "client"
+
+
+class ClientSteps:
+    """What the facade's client steps do. ``clients`` maps each named client to its kind and
+    settings, so a crashed one restarts as it was made."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.sim = cluster.sim
+        self.clients: dict[str, tuple[str, Any]] = {}  # name -> (kind, settings) for restarts
+
+    def kinds(self) -> dict[str, str]:
+        return {name: kind for name, (kind, _) in self.clients.items()}
+
+    # ---- the bare producer -----------------------------------------------------------------
+
+    def produce(
+        self,
+        value: Any,
+        values: Any,
+        count: Any,
+        acks: Any,
+        producer: str,
+        partition: Any,
+        to: int | None,
+        producer_id: int | None,
+        producer_epoch: int,
+        sequence: int | None,
+        response: str,
+        request: str,
+        delay_ms: int,
+    ) -> list[str]:
+        c = self.cluster
+        tp = c._tp(partition)
+        batch = _batch(value, values, count)
+        acks_value = c._acks(acks)
+        if to is not None:
+            c._check_broker(to)
+        client = self.sim.actors.get(producer)
+        named = isinstance(client, KafkaProducer)
+        requests = ("ok", "lost", "delayed") if named else ("ok", "lost")
+        if response not in ("ok", "lost") or request not in requests:
+            bad = response if response not in ("ok", "lost") else request
+            raise ActionError(
+                f"{bad!r} is not allowed for request/response: use ok or lost (a named "
+                "producer's request can also be delayed)"
+            )
+        if named:
+            if acks is not None or producer_id is not None:
+                raise ActionError(
+                    f"producer {producer!r} has its own settings: acks and producer ids are "
+                    "set when it is created"
+                )
+            return self._client_produce(client, tp, batch, request, response, int(delay_ms))
+        if producer_id is not None and (
+            not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0
+        ):
+            raise ActionError(
+                f"sequence={sequence!r} is not allowed: an idempotent batch (producer_id "
+                f"{producer_id}) needs its first sequence number, a whole number >= 0"
+            )
+        c._step("produce", values=batch, acks=acks_value, partition=tp)
+        if producer not in self.sim.actors:
+            self.sim.add(producer, Producer(producer), CLIENT_HOST)
+        leader = c.partition_states()[tp].leader if to is None else to
+        idempotent = producer_id is not None and c.config.enable_idempotence
+        pid = int(producer_id) if idempotent else -1  # type: ignore[arg-type]
+        cmd = Send(
+            tp,
+            tuple(batch),
+            acks_value,
+            leader,
+            c.config.request_timeout_ms,
+            pid,
+            producer_epoch if pid >= 0 else -1,
+            sequence if pid >= 0 else -1,
+        )
+        if response == "lost" and leader is not None:
+            self.sim.add_rule(leader, producer, (msgs.ProduceResponse,), None)
+        self.sim.command(producer, cmd)
+        c._settle()
+        return batch
+
+    def _client_produce(
+        self,
+        client: KafkaProducer,
+        tp: str,
+        batch: list[str],
+        request: str,
+        response: str,
+        delay_ms: int,
+    ) -> list[str]:
+        self.cluster._step("produce", values=batch, producer=client.name, partition=tp)
+        leader = self.cluster.partition_states()[tp].leader
+        if leader is not None and request != "ok":
+            delay = None if request == "lost" else delay_ms
+            self.sim.add_rule(client.name, leader, (msgs.ProduceRequest,), delay)
+        if leader is not None and response == "lost":
+            self.sim.add_rule(leader, client.name, (msgs.ProduceResponse,), None)
+        self.sim.command(client.name, ProduceCommand(tp, tuple(batch)))
+        self._settle(client.name)
+        return batch
+
+    # ---- named clients ---------------------------------------------------------------------
+
+    def producer(self, name: str, settings: Mapping[str, Any]) -> None:
+        c = self.cluster
+        if not isinstance(name, str) or not name or name in self.sim.actors:
+            raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
+        values = _client_settings("producer", ProducerSettings, settings)
+        # The producer's own default follows the release: acks=1 before 3.0, all since (KIP-679).
+        values["acks"] = c._acks(values.get("acks", c.config.acks))
+        if "enable_idempotence" not in values:
+            values["enable_idempotence"] = c.config.enable_idempotence and idempotence_fits(
+                values["acks"],
+                values.get("retries", 1),
+                values.get("max_in_flight_requests_per_connection", 5),
+            )
+        values.setdefault("request_timeout_ms", c.config.request_timeout_ms)
+        txn_id = values.get("transactional_id")
+        if txn_id:
+            self._check_internal(txn_partition(str(txn_id)), "transactional_ids", txn_id)
+            values["transaction_version"] = c.config.transaction_version
+        try:
+            settings_obj = ProducerSettings(**values)
+        except (ConfigError, TypeError) as err:
+            raise ActionError(f"producer {name!r}: {err}") from None
+        c._step("producer", name=name, settings=values)
+        self.clients[name] = ("producer", settings_obj)
+        self._start(name)
+
+    def consumer(self, name: str, partitions: Any, settings: Mapping[str, Any]) -> None:
+        c = self.cluster
+        if not isinstance(name, str) or not name or name in self.sim.actors or name in self.clients:
+            raise ActionError(f"consumer name {name!r} is not allowed: use a new, non-empty name")
+        aliases = {"group": "group.id"}
+        values = _client_settings("consumer", ConsumerSettings, settings, aliases)
+        if values.get("group_id"):
+            self._check_internal(
+                offsets_partition(str(values["group_id"])), "groups", values["group_id"]
+            )
+        data = [tp for tp in c.assignment if not tp.startswith("__")]
+        tps = tuple(c._tp(p) for p in partitions) if partitions is not None else tuple(data)
+        try:
+            settings_obj = ConsumerSettings(**values)
+        except (ConfigError, TypeError) as err:
+            raise ActionError(f"consumer {name!r}: {err}") from None
+        c._step("consumer", name=name, settings=values, partitions=list(tps))
+        self.clients[name] = ("consumer", (settings_obj, tps))
+        self._start(name)
+
+    def _check_internal(self, tp: str, argument: str, value: Any) -> None:
+        if tp not in self.cluster.assignment:
+            raise ActionError(
+                f"{value!r} has no coordinator partition ({tp}) in this cluster: list it when "
+                f"the cluster is made, Cluster(..., {argument}=[{value!r}]) or, in a scenario, "
+                f"the top-level {argument} key"
+            )
+
+    def _start(self, name: str) -> None:
+        kind, settings = self.clients[name]
+        brokers = tuple(self.cluster.broker_ids)
+        if kind == "producer":
+            client: Any = KafkaProducer(name, settings, brokers)
+            host = name if settings.transactional_id else CLIENT_HOST
+        else:
+            settings, tps = settings
+            client = KafkaConsumer(name, settings, brokers, tps)
+            host = name
+        self.sim.add(name, client, host)
+        self._settle(name)
+
+    def _settle(self, name: str) -> None:
+        """Deliver what the step caused. With replication "auto" in stepped mode, a client
+        step then runs until the client has its answers, at most request.timeout.ms of simulated
+        time: a lesson about transactions steps through calls, not fetches."""
+        c = self.cluster
+        c._settle()
+        if c.mode != "stepped" or c.replication != "auto":
+            return
+        client = self.sim.actors.get(name)
+        if client is None or self.sim.hosts.get(name, name) in self.sim.paused:
+            return
+        if not client.idle:
+            self.sim.run_until(self.sim.now + c.config.request_timeout_ms, lambda: client.idle)
+            c._settle()
+
+    def client(self, name: Any, kind: str) -> Any:
+        """The running client ``name`` of ``kind``; else an ActionError naming those there are."""
+        actor = self.sim.actors.get(name)
+        known = self.clients.get(name)
+        if known is None or known[0] != kind:
+            names = [n for n, (k, _) in self.clients.items() if k == kind] or ["none yet"]
+            raise ActionError(f"{kind} {name!r} does not exist: {kind}s are {', '.join(names)}")
+        if actor is None:
+            raise ActionError(f"{kind} {name!r} has crashed: restart it first")
+        return actor
+
+    # ---- transactions and consumer calls ---------------------------------------------------
+
+    def txn(self, producer: str, op: str, **args: Any) -> None:
+        client = self.client(producer, "producer")
+        if not client.transactional:
+            raise ActionError(f"producer {producer!r} has no transactional.id: it cannot {op}")
+        self.cluster._step(op, producer=producer, **args)
+        self.sim.command(producer, TxnCommand(op, **args))
+        self._settle(producer)
+
+    def send_offsets(
+        self, producer: str, consumer: str | None, group: str | None, offsets: Any
+    ) -> None:
+        if consumer is not None:
+            c = self.client(consumer, "consumer")
+            group = c.settings.group_id
+            pairs = tuple(sorted(c.positions.items()))
+        else:
+            tp_name = self.cluster._tp
+            pairs = tuple(sorted((tp_name(tp), int(o)) for tp, o in (offsets or {}).items()))
+        if not group:
+            raise ActionError("send_offsets needs a consumer with a group.id, or a group")
+        self._check_internal(offsets_partition(group), "groups", group)
+        self.txn(producer, "send_offsets", group=group, offsets=pairs)
+
+    def consumer_call(self, consumer: str, step: str, command: Poll, **args: Any) -> None:
+        """A consumer's poll, process or commitSync, recorded as the step ``step``."""
+        self.client(consumer, "consumer")
+        self.cluster._step(step, consumer=consumer, **args)
+        self.sim.command(consumer, command)
+        self._settle(consumer)
+
+    # ---- crashes ---------------------------------------------------------------------------
+
+    def crash(self, name: str) -> None:
+        if name not in self.sim.actors:
+            raise ActionError(f"client {name!r} is not running: restart it first")
+        self.cluster._step("crash", broker=name)
+        self.sim.remove(name)
+        self.sim.record("crash", name, {"client": True})
+        self.cluster._settle()
+
+    def restart(self, name: str) -> None:
+        if name in self.sim.actors:
+            raise ActionError(f"client {name!r} is already running: crash it first")
+        self.cluster._step("restart", broker=name)
+        self.sim.record("restart", name, {"client": True})
+        self._start(name)
+
+
+def _batch(value: Any, values: Any, count: Any) -> list[str]:
+    if values is not None:
+        batch = [str(v) for v in values]
+    elif value is None:
+        raise ActionError("produce needs a value (or values)")
+    elif count is not None:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ActionError(f"count={count!r} is not allowed: use a whole number >= 1")
+        batch = [f"{value}-{i}" for i in range(1, count + 1)]
+    else:
+        batch = [str(value)]
+    if not batch:
+        raise ActionError("produce needs at least one value")
+    return batch
+
+
+def _client_settings(
+    kind: str, cls: type, settings: Mapping[str, Any], aliases: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Kafka-named client settings (dots or underscores) as the fields of ``cls``; an unknown
+    one is refused with the nearest name."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = str((aliases or {}).get(key, key)).replace(".", "_")
+        if name not in fields:
+            hint = did_you_mean(str(key), [f.replace("_", ".") for f in fields])
+            raise ActionError(f"unknown {kind} setting {key!r}{hint}")
+        values[name] = value
+    return values
