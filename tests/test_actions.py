@@ -226,3 +226,10 @@ def test_every_catalog_scenario_is_named_as_its_file() -> None:
     # get() finds a scenario by its file name: the two must agree.
     for path in Path(scenarios.__file__).parent.glob("catalog/*.yaml"):
         assert yaml.safe_load(path.read_text(encoding="utf-8"))["name"] == path.stem, path
+
+
+@pytest.mark.parametrize("mode", ["dedicated", "zk", "kraft"])
+def test_state_keys_are_the_keys_of_cluster_state(mode: str) -> None:
+    from kafkalab.sim.expect import STATE_KEYS
+
+    assert tuple(Cluster(1, config={"controller_mode": mode}).state()) == STATE_KEYS

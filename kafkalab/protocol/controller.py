@@ -65,7 +65,9 @@ class Controller:
         self._outbox: list[tuple[Any, Any]] = []
         self._events: list[tuple[str, dict[str, Any]]] = []  # state changes, once committed
         # ZooKeeper write id -> (the sends and trace events that wait for it)
-        self._waiting: dict[int, tuple[list[tuple[Any, Any]], list[tuple[str, dict]]]] = {}
+        self._waiting: dict[
+            int, tuple[list[tuple[Any, Any]], list[tuple[str, dict[str, Any]]]]
+        ] = {}
         self._write_id = 0
 
     # ---- lifecycle -------------------------------------------------------------------------

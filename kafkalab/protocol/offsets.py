@@ -11,7 +11,7 @@ function of the log below the HW, so a new coordinator knows them at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalab.protocol import messages as m
@@ -64,7 +64,7 @@ class GroupCoordinator:
 
     def __init__(self, broker: CoordinatorHost) -> None:
         self.broker = broker
-        self._handlers = {
+        self._handlers: dict[type[Any], Callable[[Context, Any, Any], None]] = {
             m.OffsetCommitRequest: self._commit,
             m.TxnOffsetCommitRequest: self._txn_commit,
             m.OffsetFetchRequest: self._fetch,

@@ -94,7 +94,9 @@ class Producer:
         self.deadlines[cid] = ctx.now + cmd.timeout_ms + 1
         self._arm(ctx, self.deadlines[cid])
 
-    def _outcome(self, ctx: Context, pending: tuple, error: str, base_offset: int) -> None:
+    def _outcome(
+        self, ctx: Context, pending: tuple[Any, ...], error: str, base_offset: int
+    ) -> None:
         tp, values, acks, leader = pending
         ctx.emit(
             "produce_result",

@@ -35,7 +35,7 @@ from kafkalab.protocol.log import Record
 from kafkalab.protocol.messages import INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
 from kafkalab.protocol.rules import DUPLICATE, NO_PRODUCER_EPOCH, VERDICTS, sequence_verdict
 
-__all__ = ["BATCHES_TO_RETAIN", "AbortedTxn", "BatchMetadata", "ProducerStateManager"]
+__all__ = ["BATCHES_TO_RETAIN", "DUPLICATE", "AbortedTxn", "BatchMetadata", "ProducerStateManager"]
 
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_PRODUCER = -1

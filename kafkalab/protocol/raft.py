@@ -424,6 +424,7 @@ class QuorumController:
     # ---- the follower -----------------------------------------------------------------------
 
     def _send_fetch(self, ctx: Context) -> None:
+        assert self.leader is not None  # a follower knows its leader
         self._fetch_inflight = True
         ctx.send(self.leader, FetchMetadata(self.epoch, self.id, self.leo, self.last_epoch))
 

@@ -15,7 +15,7 @@ from kafkalab.protocol.actor import Context
 from kafkalab.protocol.host import BrokerHost
 from kafkalab.protocol.internal_topics import txn_partition
 from kafkalab.protocol.partition import Partition
-from kafkalab.protocol.producer_state import DUPLICATE
+from kafkalab.protocol.producer_state import DUPLICATE, AbortedTxn
 from kafkalab.protocol.purgatory import Purgatory
 from kafkalab.protocol.replica import DelayedProduce, ReplicaState, arm, min_isr
 
@@ -235,7 +235,11 @@ class ReplicaManager:
         # as this broker's metadata names it. A broker without a replica of that partition has
         # no metadata for it in the simulator: it asks every broker, and only the coordinator
         # answers with more than NOT_COORDINATOR.
-        targets = [coordinator] if hosted is not None else self.host.known_brokers()
+        targets = (
+            [coordinator]
+            if hosted is not None and coordinator is not None
+            else self.host.known_brokers()
+        )
         for b in targets:
             ctx.send(b, check)
 
@@ -334,7 +338,7 @@ class ReplicaManager:
             )
             return
         records = tuple(r.log.records[req.fetch_offset : end])
-        aborted = ()
+        aborted: tuple[AbortedTxn, ...] = ()
         if req.isolation == READ_COMMITTED:
             aborted = r.producers.aborted_between(req.fetch_offset, end)
         ctx.send(

@@ -9,12 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Generic, TypeVar
 
 from kafkalab.config import ACKS_ALLOWED, make_config, normalize_key
 from kafkalab.errors import ActionError, ConfigError, KafkalabError, ScenarioError, did_you_mean
-from kafkalab.sim.expect import check_expect
+from kafkalab.protocol import messages as msgs
+from kafkalab.sim.expect import STATE_KEYS, check_expect
+
+# The answers and errors an alter_partition step can make the controller give.
+ALTER_PARTITION_ANSWERS = ("delayed", "lost", "refused")
+ALTER_PARTITION_ERRORS = (
+    msgs.INVALID_UPDATE_VERSION,
+    msgs.FENCED_LEADER_EPOCH,
+    msgs.INELIGIBLE_REPLICA,
+    msgs.NOT_CONTROLLER,
+    msgs.NEW_LEADER_ELECTED,
+    msgs.UNKNOWN_TOPIC_OR_PARTITION,
+    msgs.INVALID_REQUEST,
+    msgs.UNKNOWN_SERVER_ERROR,
+)
+
+# Settings a running cluster can change, cluster-wide or for one broker, and the topic-level ones.
+DYNAMIC_BROKER_KEYS = (
+    "unclean_leader_election_enable",
+    "min_insync_replicas",
+    "transaction_partition_verification_enable",
+)
+TOPIC_KEYS = ("unclean_leader_election_enable", "min_insync_replicas")
+
 
 # ---- the pieces of a declaration ------------------------------------------------------------
 
@@ -147,14 +169,10 @@ def _one_of(allowed: Callable[[], tuple[str, ...]]) -> Check:
 
 
 def _alter_partition_answers() -> tuple[str, ...]:
-    from kafkalab.sim.cluster import ALTER_PARTITION_ANSWERS
-
     return ALTER_PARTITION_ANSWERS
 
 
 def _alter_partition_errors() -> tuple[str, ...]:
-    from kafkalab.sim.cluster import ALTER_PARTITION_ERRORS
-
     return ALTER_PARTITION_ERRORS
 
 
@@ -171,13 +189,10 @@ def _groups(args: dict[str, Any]) -> None:
         raise ScenarioError("give two or more groups, like [[1], [2, zk]]")
 
 
-@cache
 def expect_keys() -> tuple[str, ...]:
     """What an expect block (or a ``check`` step) can name: every key of ``Cluster.state()``
     but the divergence details, which ``divergent`` sums up."""
-    from kafkalab.sim.cluster import Cluster
-
-    return tuple(key for key in Cluster(1).state() if key != "divergence")
+    return tuple(key for key in STATE_KEYS if key != "divergence")
 
 
 def check_expect_keys(raw: Any) -> dict[str, Any]:
@@ -233,8 +248,6 @@ def _client_settings(action: Action, arg: Any) -> dict[str, Any]:
 def _set_settings(action: Action, arg: Any) -> dict[str, Any]:
     """``{unclean.leader.election.enable: true}``, optionally with ``broker: N`` or ``topic:
     NAME``: keys must be settings a running cluster can change."""
-    from kafkalab.sim.cluster import DYNAMIC_BROKER_KEYS, TOPIC_KEYS
-
     if not isinstance(arg, dict) or not arg:
         raise ScenarioError(action.usage)
     settings = dict(arg)

@@ -10,24 +10,13 @@ from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
 from kafkalab.protocol.log import Disk
+from kafkalab.sim.action_kinds import ALTER_PARTITION_ANSWERS, ALTER_PARTITION_ERRORS
 from kafkalab.sim.control import ACTIVE_CONTROLLER
 
 if TYPE_CHECKING:
     from kafkalab.sim.cluster import Cluster
 
 __all__ = ["ALTER_PARTITION_ANSWERS", "ALTER_PARTITION_ERRORS", "BrokerSteps"]
-
-ALTER_PARTITION_ANSWERS = ("delayed", "lost", "refused")
-ALTER_PARTITION_ERRORS = (
-    msgs.INVALID_UPDATE_VERSION,
-    msgs.FENCED_LEADER_EPOCH,
-    msgs.INELIGIBLE_REPLICA,
-    msgs.NOT_CONTROLLER,
-    msgs.NEW_LEADER_ELECTED,
-    msgs.UNKNOWN_TOPIC_OR_PARTITION,
-    msgs.INVALID_REQUEST,
-    msgs.UNKNOWN_SERVER_ERROR,
-)
 
 
 class BrokerSteps:
@@ -59,6 +48,7 @@ class BrokerSteps:
         actor = self.sim.actors.get(b)
         if actor is None:
             raise ActionError(f"broker {b} is not running: restart it first")
+        assert isinstance(actor, Broker)
         return actor
 
     # ---- crashes and restarts --------------------------------------------------------------

@@ -74,7 +74,7 @@ class ClientSteps:
                 f"{bad!r} is not allowed for request/response: use ok or lost (a named "
                 "producer's request can also be delayed)"
             )
-        if named:
+        if isinstance(client, KafkaProducer):
             if acks is not None or producer_id is not None:
                 raise ActionError(
                     f"producer {producer!r} has its own settings: acks and producer ids are "
@@ -102,7 +102,7 @@ class ClientSteps:
             c.config.request_timeout_ms,
             pid,
             producer_epoch if pid >= 0 else -1,
-            sequence if pid >= 0 else -1,
+            sequence if pid >= 0 and sequence is not None else -1,
         )
         if response == "lost" and leader is not None:
             self.sim.add_rule(leader, producer, (msgs.ProduceResponse,), None)

@@ -295,14 +295,14 @@ class Cluster:
         leader to answer at once instead, with the HW it read before applying this fetch."""
         self._brokers.fetch(follower, response, delay_ms, partition, max_wait_ms)
 
-    def crash(self, broker: int, *, lose_unflushed: bool = False) -> None:
+    def crash(self, broker: int | str, *, lose_unflushed: bool = False) -> None:
         """Stop a broker. A process crash keeps the page cache; a power loss
         (``lose_unflushed``) keeps only what was flushed to disk. In KRaft mode a controller
         node ("c1", "c2", "c3", or "active": whichever is active now) can crash too; it keeps
         its quorum state and metadata log."""
         self._brokers.crash(broker, lose_unflushed)
 
-    def restart(self, broker: int) -> None:
+    def restart(self, broker: int | str) -> None:
         """Start a stopped broker (or KRaft controller node) again from what its disk holds."""
         self._brokers.restart(broker)
 

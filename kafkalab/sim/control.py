@@ -183,7 +183,7 @@ class ZooKeeperControlPlane(ControlPlane):
 
     @property
     def controller_epoch(self) -> int:
-        return self.sim.actors["zk"].controller_epoch
+        return int(self.sim.actors["zk"].controller_epoch)
 
 
 class KRaftControlPlane(ControlPlane):
@@ -264,7 +264,7 @@ class KRaftControlPlane(ControlPlane):
     @property
     def controller_epoch(self) -> int:
         """The Raft epoch of the quorum."""
-        return self._quorum_view().controller_epoch
+        return int(self._quorum_view().controller_epoch)
 
     def active_name(self) -> str:
         active = self.active_node()

@@ -36,11 +36,11 @@ class Simulation:
         self.seed = seed
         self.now = 0
         self._seq = 0
-        self._heap: list[tuple] = []
+        self._heap: list[tuple[Any, ...]] = []
         self.actors: dict[Any, Any] = {}
         self.incarnation: dict[Any, int] = {}
         self.hosts: dict[Any, Any] = {}
-        self.cut: set[frozenset] = set()
+        self.cut: set[frozenset[Any]] = set()
         self.trace = Trace()
         self.latency_ms = latency_ms
         self.trace_messages = trace_messages
@@ -48,14 +48,15 @@ class Simulation:
         self.loss_rate = loss_rate  # the chance that a message between two hosts is lost
         self._loss_rng = self.stream("loss")
         self._last_arrival: dict[tuple[Any, Any], int] = {}
-        self.bandwidth: dict[frozenset, float] = {}  # bytes per ms of a throttled link
+        self.bandwidth: dict[frozenset[Any], float] = {}  # bytes per ms of a throttled link
         self._link_free: dict[tuple[Any, Any], int] = {}  # when a link has sent what it holds
         self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
         self.observers: list[Callable[[Event], None]] = []
         self.on_halt: Callable[[Any, str, bool], None] | None = None
         self.paused: set[Any] = set()  # hosts whose processes are stalled
-        self._held: dict[frozenset, list[tuple]] = {}  # retried sends waiting for a cut link
-        self._deferred: dict[Any, list[tuple]] = {}  # what reached a paused host, in order
+        # retried sends waiting for a cut link; what reached a paused host, in order
+        self._held: dict[frozenset[Any], list[tuple[Any, ...]]] = {}
+        self._deferred: dict[Any, list[tuple[Any, ...]]] = {}
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -136,7 +137,8 @@ class Simulation:
 
     def heal_all(self) -> None:
         for key in sorted(self.cut, key=lambda k: sorted(map(str, k))):
-            self.set_link(*sorted(key, key=str), True)
+            host_a, host_b = sorted(key, key=str)
+            self.set_link(host_a, host_b, True)
 
     def _lossy(self, src: Any, dst: Any) -> bool:
         """Random loss hits messages between hosts, except ZooKeeper's: its client sessions
@@ -268,7 +270,7 @@ class Simulation:
             self._seq += 1
             heapq.heappush(self._heap, (self.now, self._seq, *entry[2:]))
 
-    def _dispatch(self, entry: tuple) -> None:
+    def _dispatch(self, entry: tuple[Any, ...]) -> None:
         kind = entry[2]
         if self.paused and kind != _CALL:
             host = self.hosts.get(entry[4] if kind == _DELIVER else entry[3])

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from kafkalab.errors import ActionError
 
-__all__ = ["BROKER_MAPS", "StateSource", "check_expect"]
+__all__ = ["BROKER_MAPS", "STATE_KEYS", "StateSource", "check_expect"]
 
 
 class StateSource(Protocol):
@@ -19,6 +19,51 @@ class StateSource(Protocol):
     def partition_name(self, partition: int | str | None) -> str: ...
 
 
+# The keys of Cluster.state(), in its order: what an expect block can name (but "divergence",
+# the details that "divergent" sums up). tests/test_actions.py checks it against Cluster.state()
+# in every controller mode.
+STATE_KEYS = (
+    "time_ms",
+    "controller",
+    "controller_epoch",
+    "offline_partitions",
+    "under_replicated_partitions",
+    "partitions",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "running",
+    "hw",
+    "leo",
+    "logs",
+    "epoch_cache",
+    "hw_checkpoint",
+    "log_start_offset",
+    "pending_isr",
+    "maximal_isr",
+    "producers",
+    "txn_states",
+    "lso",
+    "acked",
+    "lost_acked",
+    "divergent",
+    "divergence",
+    "hw_regressions",
+    "two_leaders",
+    "errors",
+    "isr_shrinks",
+    "isr_expands",
+    "unclean_elections",
+    "duplicates",
+    "reordered",
+    "consumed",
+    "processed",
+    "aborted_reads",
+    "txn_errors",
+    "consumer_errors",
+    "rejected_requests",
+    "fenced_markers",
+)
 # Keys whose value maps each broker to something (`hw: {1: 3}`).
 BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache", "hw_checkpoint", "log_start_offset")
 _AS_SETS = ("isr", "running", "acked", "lost_acked", "maximal_isr")

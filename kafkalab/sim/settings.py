@@ -9,19 +9,12 @@ from typing import TYPE_CHECKING, Any
 from kafkalab.config import Config, check_min_isr, normalize_key
 from kafkalab.errors import ActionError, ConfigError
 from kafkalab.protocol.broker import Reconfigure
+from kafkalab.sim.action_kinds import DYNAMIC_BROKER_KEYS, TOPIC_KEYS
 
 if TYPE_CHECKING:
     from kafkalab.sim.cluster import Cluster
 
 __all__ = ["DYNAMIC_BROKER_KEYS", "TOPIC_KEYS", "DynamicSettings"]
-
-# Settings a running cluster can change, cluster-wide or for one broker, and the topic-level ones.
-DYNAMIC_BROKER_KEYS = (
-    "unclean_leader_election_enable",
-    "min_insync_replicas",
-    "transaction_partition_verification_enable",
-)
-TOPIC_KEYS = ("unclean_leader_election_enable", "min_insync_replicas")
 
 
 class DynamicSettings:

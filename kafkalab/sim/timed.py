@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, overload
 
 from kafkalab.config import Config, make_config
 from kafkalab.errors import ConfigError
@@ -284,6 +284,46 @@ _MORE_KINDS = {
 }
 
 
+@overload
+def simulate(
+    config: Config | Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+    brokers: int = 3,
+    duration_ms: int = 60000,
+    settle_ms: int = 60000,
+    workload: Workload | None = None,
+    faults: Sequence[Fault] | None = None,
+    latency_ms: tuple[int, int] = (1, 5),
+    trace_messages: bool = False,
+    check_invariants: bool = False,
+    loss_rate: float = 0.0,
+    keep_cluster: Literal[False] = False,
+    digest: bool = False,
+    rules: Rules | None = None,
+) -> RunResult: ...
+
+
+@overload
+def simulate(
+    config: Config | Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+    brokers: int = 3,
+    duration_ms: int = 60000,
+    settle_ms: int = 60000,
+    workload: Workload | None = None,
+    faults: Sequence[Fault] | None = None,
+    latency_ms: tuple[int, int] = (1, 5),
+    trace_messages: bool = False,
+    check_invariants: bool = False,
+    loss_rate: float = 0.0,
+    keep_cluster: Literal[True],
+    digest: bool = False,
+    rules: Rules | None = None,
+) -> tuple[RunResult, Cluster]: ...
+
+
 def simulate(
     config: Config | Mapping[str, Any] | None = None,
     *,
@@ -370,7 +410,8 @@ def _recover(cluster: Cluster) -> None:
     for pair in sorted(cluster.sim.bandwidth, key=lambda p: sorted(map(str, p))):
         a, b = sorted(pair, key=str)  # a fixed order, whatever the hosts' types
         cluster.throttle(a, b, None)
-    for node in [*cluster.broker_ids, *sorted(cluster._stopped_nodes)]:
+    nodes: list[int | str] = [*cluster.broker_ids, *sorted(cluster._stopped_nodes)]
+    for node in nodes:
         if node not in cluster.sim.actors:
             cluster.restart(node)
 

@@ -63,7 +63,7 @@ class ExplorerModel:
         self.scenario: Scenario | None = None
         self.variant: str | None = None
         self.overrides: dict[str, Any] = {}
-        self._custom = {"brokers": brokers, "config": dict(config or {}), "leader": leader}
+        self._custom: tuple[int, dict[str, Any], int | None] = (brokers, dict(config or {}), leader)
         self.steps: list[Step] = []  # the current branch: applied steps, then steps to redo
         self.position = 0  # how many of ``steps`` the cluster has applied
         self.forks = 0  # how many times a new branch was started from an earlier step
@@ -97,8 +97,8 @@ class ExplorerModel:
     def _fresh_cluster(self) -> Cluster:
         if self.scenario is not None:
             return self.scenario.cluster(self.overrides)
-        c = self._custom
-        return Cluster(c["brokers"], config=c["config"], leader=c["leader"])
+        brokers, config, leader = self._custom
+        return Cluster(brokers, config=config, leader=leader)
 
     def _reset(self, script: list[Step]) -> None:
         self.steps = list(script)
