@@ -2,7 +2,8 @@
 """The trace digest of every catalog scenario (and each of its variants) and of each benchmark seed.
 
 A refactoring of the simulator must leave every one of them unchanged; a fidelity fix changes some
-and says which. ``tests/test_trace_digests.py`` compares them with ``tests/data/trace_digests.json``.
+and says which. ``tests/test_trace_digests.py`` compares them with the recorded
+``tests/data/trace_digests.json``.
 
     .venv/bin/python tools/trace_digests.py            # print the table
     .venv/bin/python tools/trace_digests.py --write    # record them as the new reference
