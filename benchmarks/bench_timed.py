@@ -52,9 +52,6 @@ from kafkalab.sim.timed import Workload, random_faults, simulate  # noqa: E402
 
 BROKERS = 3
 REPLICATION_FACTOR = 3
-# The normalised speed of the standard workload measured at b226f68, before the redesign of the
-# simulator's core (benchmarks/README.md, "Normalised speed").
-NORMALISED_BEFORE = 500
 KIND_NAMES = {engine._DELIVER: "deliver", engine._TIMER: "timer", engine._CALL: "call"}
 
 
@@ -362,6 +359,47 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     )
 
 
+def _normalised(seeds: list[dict[str, Any]]) -> float:
+    sim = sum(r["sim_seconds"] for r in seeds)
+    loop = sum(r["loop_wall"] for r in seeds)
+    events = sum(r["loop_events"] for r in seeds)
+    bare = sum(r["bare_wall"] for r in seeds)
+    return normalised_speed(sim / loop, events / bare)
+
+
+def compare_with_baseline(args: argparse.Namespace, results: list[SeedResult]) -> str:
+    """Run this benchmark at revision ``args.baseline`` (same options) in a temporary git
+    worktree, right after this tree's run, and compare the normalised speeds."""
+    import tempfile
+
+    options = ["--seeds", *map(str, args.seeds), "--repeats", str(args.repeats)]
+    options += ["--duration-ms", str(args.duration_ms), "--settle-ms", str(args.settle_ms)]
+    with tempfile.TemporaryDirectory(prefix="kafkalab-baseline-") as tmp:
+        tree, out = Path(tmp) / "tree", Path(tmp) / "baseline.json"
+        add = ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree)]
+        try:
+            subprocess.run([*add, args.baseline], check=True, capture_output=True, text=True)
+        except subprocess.CalledProcessError as err:
+            raise SystemExit(f"--baseline {args.baseline}: {err.stderr.strip()}") from None
+        try:
+            script = tree / "benchmarks" / "bench_timed.py"
+            cmd = [sys.executable, str(script), *options, "--json", str(out)]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            baseline = json.loads(out.read_text())["seeds"]
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                check=False,
+                capture_output=True,
+            )
+    before = _normalised(baseline)
+    now = _normalised([asdict(r) for r in results])
+    return (
+        f"baseline {args.baseline}, measured right after: normalised speed {before:,.0f}; "
+        f"this tree {now:,.0f}; ratio {now / before:.2f}x"
+    )
+
+
 def normalised_speed(sim_s_per_wall_s: float, bare_events_per_s: float) -> float:
     """Simulated seconds per wall second, divided by the bare loop's events per second (x 1e6):
     a figure that moves less with the machine and its load than either of the two."""
@@ -475,8 +513,8 @@ def report(results: list[SeedResult], memory: dict[str, float], args: argparse.N
         "",
         f"normalised speed: (sim s/wall s) / (bare ev/s) x 1e6 = "
         f"{normalised_speed(tot_sim / tot_loop, bare_eps):,.0f} "
-        f"(the simulator's speed in units of this machine's bare heapq loop; "
-        f"{NORMALISED_BEFORE:,} before the 2026-11 redesign, see benchmarks/README.md)",
+        f"(the simulator's speed in units of this machine's bare heapq loop; compare a revision "
+        f"with --baseline REV)",
         f"loop events by kind: {kind_text}",
         f"heap size when the loop starts: {heap_text}",
         "",
@@ -518,6 +556,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration-ms", type=int, help="workload duration (default 60000)")
     parser.add_argument("--settle-ms", type=int, help="settling time after it (default 60000)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run this script as it was at git revision REV (a temporary worktree), with the "
+        "same options, and print both normalised speeds and their ratio",
+    )
     args = parser.parse_args(argv)
     defaults = ([0, 1], 1, 10000, 5000) if args.quick else ([0, 1, 2, 3, 4], 3, 60000, 60000)
     args.seeds = args.seeds or defaults[0]
@@ -533,6 +577,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {seed}: done", file=sys.stderr, flush=True)
     memory = measure_memory(args.seeds[0], args.duration_ms, args.settle_ms)
     print(report(results, memory, args))
+    if args.baseline:
+        print(compare_with_baseline(args, results))
     if args.json:
         payload = {
             "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
