@@ -58,10 +58,10 @@ class Invariant(Protocol):
 
 
 class OneLeaderPerEpoch:
-    name = "one_leader_per_epoch"
-    meaning = "no two brokers lead a partition in the same leader epoch"
-    kinds = frozenset({"became_leader"})
-    reads_logs = False
+    name: ClassVar[str] = "one_leader_per_epoch"
+    meaning: ClassVar[str] = "no two brokers lead a partition in the same leader epoch"
+    kinds: ClassVar[frozenset[str]] = frozenset({"became_leader"})
+    reads_logs: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.leaders: dict[tuple[str, int], int] = {}  # (partition, leader epoch) -> broker
@@ -83,10 +83,10 @@ class OneLeaderPerEpoch:
 
 
 class ControllerEpochMonotonic:
-    name = "controller_epoch_monotonic"
-    meaning = "each newly elected controller has a higher controller epoch"
-    kinds = frozenset({"controller_elected"})
-    reads_logs = False
+    name: ClassVar[str] = "controller_epoch_monotonic"
+    meaning: ClassVar[str] = "each newly elected controller has a higher controller epoch"
+    kinds: ClassVar[frozenset[str]] = frozenset({"controller_elected"})
+    reads_logs: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.epochs: list[int] = []  # as controllers were elected
@@ -103,10 +103,12 @@ class ControllerEpochMonotonic:
 
 
 class NoStaleControllerEffect:
-    name = "no_stale_controller_effect"
-    meaning = "no broker acts on a request from an older controller epoch than one it has acted on"
-    kinds = frozenset({"became_leader", "became_follower"})
-    reads_logs = False
+    name: ClassVar[str] = "no_stale_controller_effect"
+    meaning: ClassVar[str] = (
+        "no broker acts on a request from an older controller epoch than one it has acted on"
+    )
+    kinds: ClassVar[frozenset[str]] = frozenset({"became_leader", "became_follower"})
+    reads_logs: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.accepted_epoch: dict[str, int] = {}  # broker -> highest controller epoch acted on
@@ -126,10 +128,10 @@ class NoStaleControllerEffect:
 
 
 class HwMonotonic:
-    name = "hw_monotonic"
-    meaning = "no replica truncates its log below its own high watermark"
-    kinds = frozenset({"truncate"})
-    reads_logs = False
+    name: ClassVar[str] = "hw_monotonic"
+    meaning: ClassVar[str] = "no replica truncates its log below its own high watermark"
+    kinds: ClassVar[frozenset[str]] = frozenset({"truncate"})
+    reads_logs: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.violations: list[dict[str, Any]] = []  # {broker, to, old_hw, removed, reason}
@@ -170,10 +172,10 @@ class NoAckedLoss:
     """Acknowledged values stay in their partition leader's log; with no running leader, in some
     replica of the partition (running or on disk)."""
 
-    name = "no_acked_loss"
-    meaning = "every acknowledged record is in the current leader's log"
-    kinds = frozenset({"produce_result", "truncate"})
-    reads_logs = True
+    name: ClassVar[str] = "no_acked_loss"
+    meaning: ClassVar[str] = "every acknowledged record is in the current leader's log"
+    kinds: ClassVar[frozenset[str]] = frozenset({"produce_result", "truncate"})
+    reads_logs: ClassVar[bool] = True
 
     def __init__(self, logs: LogView) -> None:
         self.logs = logs
@@ -276,10 +278,10 @@ class LogsAgreeBelowHw:
     re-appended since. A mismatch is named exactly as a full comparison of every pair would
     name it (:func:`~kafkalab.check.logs.divergence`)."""
 
-    name = "logs_agree_below_hw"
-    meaning = "two replicas hold the same records below both their HWs"
-    kinds = frozenset({"truncate"})
-    reads_logs = True
+    name: ClassVar[str] = "logs_agree_below_hw"
+    meaning: ClassVar[str] = "two replicas hold the same records below both their HWs"
+    kinds: ClassVar[frozenset[str]] = frozenset({"truncate"})
+    reads_logs: ClassVar[bool] = True
 
     def __init__(self, logs: LogView) -> None:
         self.logs = logs

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafkalab.check.invariants import (
+    ControllerEpochMonotonic,
     Invariant,
     InvariantViolation,
     NoAckedLoss,
@@ -53,7 +54,8 @@ class InvariantMonitor:
         self.invariants: dict[str, Invariant] = new_invariants(ClusterLogs(cluster))
         self.stats = RunStats(tuple(cluster.replicas))
         self._readers: dict[str, list[Callable[[Event], None]]] = {}
-        for reader in [*self.invariants.values(), self.stats]:
+        readers: list[Invariant | RunStats] = [*self.invariants.values(), self.stats]
+        for reader in readers:
             for kind in reader.kinds:
                 self._readers.setdefault(kind, []).append(reader.observe)
         self._in_check_order = [self.invariants[name] for name in _CHECK_ORDER]
@@ -67,7 +69,9 @@ class InvariantMonitor:
     @property
     def controller_epochs(self) -> list[int]:
         """The controller epochs, as controllers were elected."""
-        return self.invariants["controller_epoch_monotonic"].epochs  # type: ignore[attr-defined]
+        inv = self.invariants["controller_epoch_monotonic"]
+        assert isinstance(inv, ControllerEpochMonotonic)
+        return inv.epochs
 
     def observe(self, event: Event) -> None:
         """Hand ``event`` to the invariants (and counters) that read its kind."""

@@ -175,9 +175,10 @@ def _reordered(trace: Trace, logs: LogView) -> list[str]:
     leaders = logs.leaders()
     for tp in logs.partitions():
         live = logs.live(tp)
-        if tp.startswith("__") or leaders[tp] not in live:
+        leader = leaders[tp]
+        if tp.startswith("__") or leader is None or leader not in live:
             continue
-        records = live[leaders[tp]].records
+        records = live[leader].records
         for position in out_of_send_order(sent.get((tp, rec.value)) for rec in records):
             if records[position].value not in found:
                 found.append(records[position].value)
