@@ -140,6 +140,11 @@ class ReplicaManager:
                 req.values, r.leader_epoch, producer, transactional
             )
             r.producers.observe(r.log.records[first : last + 1])
+        self._appended(ctx, r, first, last)
+        return first, last
+
+    def _appended(self, ctx: Context, r: ReplicaState, first: int, last: int) -> None:
+        """Trace a leader's append of offsets ``first``..``last``."""
         ctx.emit(
             "append",
             broker=self.host.id,
@@ -148,7 +153,6 @@ class ReplicaManager:
             last=last,
             leader_epoch=r.leader_epoch,
         )
-        return first, last
 
     def append_internal(
         self,
@@ -182,14 +186,7 @@ class ReplicaManager:
         else:
             first, last = r.log.append_as_leader(values, r.leader_epoch)
         r.producers.observe(r.log.records[first : last + 1])
-        ctx.emit(
-            "append",
-            broker=self.host.id,
-            tp=r.tp,
-            first=first,
-            last=last,
-            leader_epoch=r.leader_epoch,
-        )
+        self._appended(ctx, r, first, last)
         deadline = ctx.now + self.host.config.request_timeout_ms
         r.delayed_produces.append(
             DelayedProduce(self.host.id, None, first, last + 1, deadline, reply)
