@@ -168,21 +168,7 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": frozenset({"b"}), "b": frozenset()}) == []
 
 
-# The facade's step helpers (kafkalab/sim/brokers, clients, network, settings, views) hold a
-# back-reference to the Cluster typed under TYPE_CHECKING: a cycle this test counts. Strict, so it
-# fails the day they depend on a small protocol instead and the mark must go.
-KNOWN_CYCLES = {"kafkalab.sim": "the sim step helpers annotate their back-reference as Cluster"}
-
-
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p]))
-        if p in KNOWN_CYCLES
-        else p
-        for p in _packages()
-    ],
-)
+@pytest.mark.parametrize("package", _packages())
 def test_no_import_cycle(package: str) -> None:
     cycles = [c for c in _cycles(_graph()) if any(_in_package(m, package) for m in c)]
     assert not cycles, f"import cycles through {package}:\n" + "\n".join(

@@ -11,10 +11,13 @@ from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.action_kinds import ALTER_PARTITION_ANSWERS, ALTER_PARTITION_ERRORS
+from kafkalab.sim.clients import ClientSteps
 from kafkalab.sim.control import ACTIVE_CONTROLLER
+from kafkalab.sim.network import NetworkSteps
+from kafkalab.sim.settings import DynamicSettings
 
 if TYPE_CHECKING:
-    from kafkalab.sim.cluster import Cluster
+    from kafkalab.sim.facade import Facade
 
 __all__ = ["ALTER_PARTITION_ANSWERS", "ALTER_PARTITION_ERRORS", "BrokerSteps"]
 
@@ -23,8 +26,15 @@ class BrokerSteps:
     """What the facade's broker steps do. ``disks`` holds each stopped broker's disks until it
     restarts."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(
+        self,
+        cluster: Facade,
+        settings: DynamicSettings,
+        clients: ClientSteps,
+        network: NetworkSteps,
+    ) -> None:
         self.cluster = cluster
+        self.settings, self.clients, self.network = settings, clients, network
         self.sim = cluster.sim
         self.disks: dict[int, dict[str, Disk]] = {}
         self.clean_stops: set[int] = set()  # brokers whose last run ended cleanly
@@ -33,7 +43,7 @@ class BrokerSteps:
         c = self.cluster
         broker = Broker(
             b,
-            c._settings.broker_config(b),
+            self.settings.broker_config(b),
             disks,
             auto_fetch=c.mode == "timed" or c.replication == "auto",
             controller_nodes=c.control.broker_controller_nodes,
@@ -60,8 +70,8 @@ class BrokerSteps:
         if broker in c.control.node_names:
             self._crash_controller_node(str(broker))
             return
-        if broker in c._client_steps.clients:
-            c._client_steps.crash(str(broker))
+        if broker in self.clients.clients:
+            self.clients.crash(str(broker))
             return
         self.running(broker)
         c._step("crash", broker=broker, lose_unflushed=lose_unflushed)
@@ -99,8 +109,8 @@ class BrokerSteps:
         if broker in c.control.node_names:
             self._restart_controller_node(str(broker))
             return
-        if broker in c._client_steps.clients:
-            c._client_steps.restart(str(broker))
+        if broker in self.clients.clients:
+            self.clients.restart(str(broker))
             return
         c._check_broker(broker)
         if broker in self.sim.actors:
@@ -140,7 +150,7 @@ class BrokerSteps:
     def stop(self, broker: int) -> None:
         c = self.cluster
         self.running(broker)
-        if c._network.paused(broker):
+        if self.network.paused(broker):
             raise ActionError(f"broker {broker} is paused: resume it before a clean stop")
         c._step("stop", broker=broker)
         self.sim.command(broker, Stop())
@@ -179,7 +189,7 @@ class BrokerSteps:
                 f"broker {follower} is {what} of {tp}: only a follower fetches "
                 f"(followers now: {c.followers(tp) or 'none'})"
             )
-        if c._network.paused(follower):
+        if self.network.paused(follower):
             raise ActionError(f"broker {follower} is paused: resume it before it can fetch")
         args = {} if max_wait_ms is None else {"max_wait_ms": max_wait_ms}
         c._step("fetch", follower=follower, response=response, **args)

@@ -20,20 +20,19 @@ from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.protocol.transactions import txn_partition
+from kafkalab.sim.engine import CLIENT_HOST
 
 if TYPE_CHECKING:
-    from kafkalab.sim.cluster import Cluster
+    from kafkalab.sim.facade import Facade
 
 __all__ = ["CLIENT_HOST", "ClientSteps"]
-
-CLIENT_HOST = "client"
 
 
 class ClientSteps:
     """What the facade's client steps do. ``clients`` maps each named client to its kind and
     settings, so a crashed one restarts as it was made."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Facade) -> None:
         self.cluster = cluster
         self.sim = cluster.sim
         self.clients: dict[str, tuple[str, Any]] = {}  # name -> (kind, settings) for restarts

@@ -136,8 +136,8 @@ class Cluster:
         # The one place the controller mode is read: its control plane answers the rest.
         self.control: ControlPlane = control_plane(self.sim, lambda: self.config)
         self._client_steps = ClientSteps(self)
-        self._network = NetworkSteps(self)
-        self._brokers = BrokerSteps(self)
+        self._network = NetworkSteps(self, self._client_steps)
+        self._brokers = BrokerSteps(self, self._settings, self._client_steps, self._network)
         self.sim.on_halt = self._brokers.on_halt
         self.disks = self._brokers.disks  # each stopped broker's disks
         self.monitor = Cluster.attach_checks(self, raise_on_violation=check_invariants)

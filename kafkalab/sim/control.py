@@ -23,8 +23,7 @@ from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.controller import ControllerNode, PartitionState, ZooKeeper
 from kafkalab.protocol.kraft import PartitionRegistration
 from kafkalab.protocol.kraft_node import KRaftNode
-from kafkalab.sim.clients import CLIENT_HOST
-from kafkalab.sim.engine import Simulation
+from kafkalab.sim.engine import CLIENT_HOST, Simulation
 
 __all__ = [
     "ACTIVE_CONTROLLER",

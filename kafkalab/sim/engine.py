@@ -20,6 +20,7 @@ from kafkalab.sim.trace import Event, Trace
 __all__ = ["Simulation"]
 
 _DELIVER, _TIMER, _CALL = 0, 1, 2
+CLIENT_HOST = "client"  # the host every client (producer, consumer) runs on
 
 
 class Simulation:

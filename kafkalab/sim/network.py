@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ActionError
-from kafkalab.sim.clients import CLIENT_HOST
+from kafkalab.sim.clients import ClientSteps
+from kafkalab.sim.engine import CLIENT_HOST
 from kafkalab.sim.topics import broker_range
 
 if TYPE_CHECKING:
-    from kafkalab.sim.cluster import Cluster
+    from kafkalab.sim.facade import Facade
 
 __all__ = ["NetworkSteps"]
 
@@ -19,8 +20,9 @@ __all__ = ["NetworkSteps"]
 class NetworkSteps:
     """What the facade's network steps do, on the hosts the step's node names stand for."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Facade, clients: ClientSteps) -> None:
         self.cluster = cluster
+        self.clients = clients
         self.sim = cluster.sim
 
     def node(self, node: Any) -> Any:
@@ -31,7 +33,7 @@ class NetworkSteps:
             return host
         if node in ("client", "producer"):
             return CLIENT_HOST
-        if node in c._client_steps.clients:
+        if node in self.clients.clients:
             return self.sim.hosts.get(node, node)
         if isinstance(node, int) and not isinstance(node, bool) and node in c.broker_ids:
             return node

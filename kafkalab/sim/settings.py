@@ -12,7 +12,7 @@ from kafkalab.protocol.broker import Reconfigure
 from kafkalab.sim.action_kinds import DYNAMIC_BROKER_KEYS, TOPIC_KEYS
 
 if TYPE_CHECKING:
-    from kafkalab.sim.cluster import Cluster
+    from kafkalab.sim.facade import Facade
 
 __all__ = ["DYNAMIC_BROKER_KEYS", "TOPIC_KEYS", "DynamicSettings"]
 
@@ -21,7 +21,7 @@ class DynamicSettings:
     """The layers of a cluster's settings: what the brokers started with, then the cluster-wide
     dynamic ones, then each broker's own, then the topic's."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Facade) -> None:
         self.cluster = cluster
         self.static = cluster.config  # what the brokers started with
         self.dynamic: dict[str, Any] = {}  # cluster-wide dynamic settings

@@ -3,43 +3,20 @@ expect block can check, as plain data. Plots and widgets import these without th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ActionError
 from kafkalab.protocol.controller import PartitionState, partition_metrics
 from kafkalab.protocol.log import Log
+from kafkalab.sim.facade import ReplicaView
 
 if TYPE_CHECKING:
-    from kafkalab.sim.cluster import Cluster
+    from kafkalab.sim.facade import Facade
 
 __all__ = ["ReplicaView"]
 
 
-@dataclass(frozen=True)
-class ReplicaView:
-    """What one replica holds right now (or, for a stopped broker, what its disk holds)."""
-
-    broker: int
-    running: bool
-    role: str | None
-    leader: int | None
-    leader_epoch: int
-    records: tuple[tuple[int, str, int], ...]  # (offset, value, leader epoch)
-    leo: int
-    hw: int
-    hw_checkpoint: int
-    flushed: int
-    epoch_cache: tuple[tuple[int, int], ...]  # (epoch, start offset)
-    isr: tuple[int, ...]  # the ISR as this replica knows it (meaningful on the leader)
-    log_start_offset: int = 0  # the first offset readers may fetch (DeleteRecords, KIP-107)
-
-    @property
-    def values(self) -> list[str]:
-        return [value for _, value, _ in self.records]
-
-
-def replica(cluster: Cluster, broker: int, tp: str) -> ReplicaView:
+def replica(cluster: Facade, broker: int, tp: str) -> ReplicaView:
     """Broker ``broker``'s replica of ``tp``: its live log, or for a stopped broker its disk."""
     actor = cluster.sim.actors.get(broker)
     if actor is not None:
@@ -80,7 +57,7 @@ def _per_replica(views: dict[int, ReplicaView]) -> dict[str, Any]:
     }
 
 
-def partition_summary(cluster: Cluster, tp: str, st: PartitionState) -> dict[str, Any]:
+def partition_summary(cluster: Facade, tp: str, st: PartitionState) -> dict[str, Any]:
     """One partition's committed state and each replica's offsets and log."""
     return {
         "leader": st.leader,
@@ -93,7 +70,7 @@ def partition_summary(cluster: Cluster, tp: str, st: PartitionState) -> dict[str
     }
 
 
-def isr_in_flight(cluster: Cluster, tp: str, st: PartitionState) -> dict[str, Any]:
+def isr_in_flight(cluster: Facade, tp: str, st: PartitionState) -> dict[str, Any]:
     """The leader's AlterPartition still in flight (KIP-497): the ISR it proposed, or None,
     and its maximal ISR, which the HW waits for (the ISR plus any member being added)."""
     actor = cluster.sim.actors.get(st.leader)
@@ -111,7 +88,7 @@ def isr_in_flight(cluster: Cluster, tp: str, st: PartitionState) -> dict[str, An
     return {"pending_isr": proposed, "maximal_isr": list(r.maximal_isr or r.isr)}
 
 
-def producers(cluster: Cluster, clients: dict[str, str]) -> dict[str, dict[str, int]]:
+def producers(cluster: Facade, clients: dict[str, str]) -> dict[str, dict[str, int]]:
     """The producer id and epoch of each named producer (``clients``: name -> kind)."""
     out: dict[str, dict[str, int]] = {}
     for e in cluster.trace.events:
@@ -131,7 +108,7 @@ def producers(cluster: Cluster, clients: dict[str, str]) -> dict[str, dict[str, 
     return {name: out[name] for name in sorted(out)}
 
 
-def txn_states(cluster: Cluster) -> dict[str, str]:
+def txn_states(cluster: Facade) -> dict[str, str]:
     """Each transactional id's state at its coordinator (as last written)."""
     states: dict[str, str] = {}
     for e in cluster.trace.events:
@@ -140,7 +117,7 @@ def txn_states(cluster: Cluster) -> dict[str, str]:
     return states
 
 
-def lso(cluster: Cluster) -> dict[str, int]:
+def lso(cluster: Facade) -> dict[str, int]:
     """The last stable offset of each data partition, at its leader."""
     out: dict[str, int] = {}
     for tp, st in cluster.partition_states().items():
@@ -152,7 +129,7 @@ def lso(cluster: Cluster) -> dict[str, int]:
     return out
 
 
-def state(cluster: Cluster) -> dict[str, Any]:
+def state(cluster: Facade) -> dict[str, Any]:
     """Everything an expect block can check, as plain data (broker ids as keys)."""
     views = cluster.replicas_view()
     report = cluster.report()
