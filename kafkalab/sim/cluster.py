@@ -155,11 +155,6 @@ class Cluster:
         if self.mode == "stepped":
             self.control.await_ready(self.broker_ids)
 
-    @property
-    def _stopped_nodes(self) -> dict[str, Any]:
-        """The crashed controller nodes (what a timed run restarts when it recovers)."""
-        return self.control.stopped
-
     def _settle(self) -> None:
         if self.mode == "stepped":
             self.sim.run_until(self.sim.now)

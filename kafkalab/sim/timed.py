@@ -410,7 +410,7 @@ def _recover(cluster: Cluster) -> None:
     for pair in sorted(cluster.sim.bandwidth, key=lambda p: sorted(map(str, p))):
         a, b = sorted(pair, key=str)  # a fixed order, whatever the hosts' types
         cluster.throttle(a, b, None)
-    nodes: list[int | str] = [*cluster.broker_ids, *sorted(cluster._stopped_nodes)]
+    nodes: list[int | str] = [*cluster.broker_ids, *sorted(cluster.control.stopped)]
     for node in nodes:
         if node not in cluster.sim.actors:
             cluster.restart(node)
