@@ -4,8 +4,9 @@
 For each assignment the script builds its hostile folder (``tests/hostile.py``: forged scores,
 patched checks, shell escapes, daemons, memory hogs, endless loops that swallow interrupts, a
 fork bomb, broken notebooks, the solution with an attack in it; 26 hand-ins) and grades it in
-one ``kafkalab grade`` run, with the limits the hostile tests use (``--cell-timeout 10
---time-limit 3 --timeout 120``). The baseline, measured just before in the same run of this
+one ``kafkalab grade`` run, with the limits the hostile tests use (``tests.hostile.grading_limits``:
+``--cell-timeout 10 --time-limit 3 --timeout 120``; 60 s per cell and 300 s per hand-in where a
+cell starts Spark). The baseline, measured just before in the same run of this
 script: one ``kafkalab grade`` run over a folder holding only the assignment's solution
 notebook. The figures are wall times of the whole command (Otter Assign included), so the
 per-hand-in figure is the folder's time shared out over its hand-ins.
@@ -41,13 +42,13 @@ from tests.hostile import (  # noqa: E402
     Listener,
     attack_processes,
     clean_up,
+    grading_limits,
     new_token,
     stray_markers,
     write_hostile_folder,
 )
 
 QUICK = "08-idempotence"
-LIMITS = ("--cell-timeout", "10", "--time-limit", "3", "--timeout", "120")
 KAFKALAB = Path(sys.executable).with_name("kafkalab")
 
 
@@ -77,7 +78,7 @@ def _grade(folder: Path, assignment: str, out: Path, timeout_s: float) -> float:
     command = [str(KAFKALAB), "grade", str(folder), "--assignment", assignment, "--out", str(out)]
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [*command, *LIMITS],
+        [*command, *grading_limits(assignment)[1]],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -107,7 +108,7 @@ def measure(assignment: str, work: Path) -> AssignmentTiming:
             hand_ins = write_hostile_folder(
                 assignment, work / "hostile", markers, token=token, listen_port=listener.port
             )
-            limit_s = len(hand_ins) * 120 + 600
+            limit_s = len(hand_ins) * grading_limits(assignment)[0] + 600
             wall_s = _grade(work / "hostile", assignment, work / "hostile.csv", limit_s)
         left = len(stray_markers(token, markers))
         running = sum(len(p) for p in attack_processes(token).values())
@@ -182,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: done", file=sys.stderr, flush=True)
     print(
         f"kafkalab grading benchmark: hostile hand-ins (tests/hostile.py) graded in one "
-        f"kafkalab grade run per assignment, {' '.join(LIMITS)}; {machine()}"
+        f"kafkalab grade run per assignment, {' '.join(grading_limits(QUICK)[1])} (60 s per cell "
+        f"and 300 s per hand-in on Spark); {machine()}"
     )
     print("wall s: the whole command; s/hand-in: wall s / hand-ins; baseline s: the same command")
     print("over the solution notebook alone; ratio: wall s / baseline s; per hand-in ratio:")

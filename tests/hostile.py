@@ -51,6 +51,7 @@ __all__ = [
     "Listener",
     "attack_processes",
     "clean_up",
+    "grading_limits",
     "new_token",
     "question_points",
     "stray_markers",
@@ -62,6 +63,24 @@ TIMED_OUT = "timed out"
 MEMORY_LIMIT = "memory limit"
 INVALID = "invalid notebook: "
 NO_ANSWERS = "no answers"
+
+# The limits the hostile folders are graded with (tests and benchmark alike): short, so that the
+# endless loops end soon; longer on Spark, where one cell starts a JVM inside the sandbox and
+# reads a campaign, and a worker restarted after a timeout starts Spark again.
+CELL_TIMEOUT_S, SPARK_CELL_TIMEOUT_S = 10, 60
+TIME_LIMIT_S = 3
+TIMEOUT_S, SPARK_TIMEOUT_S = 120, 300  # per hand-in
+
+
+def grading_limits(assignment: str) -> tuple[int, tuple[str, ...]]:
+    """The per-hand-in timeout (s) and the ``kafkalab grade`` options to grade ``assignment``'s
+    hostile folder with."""
+    spark = "spark_session(" in resolve_source(assignment).read_text(encoding="utf-8")
+    cell_s, timeout_s = (
+        (SPARK_CELL_TIMEOUT_S, SPARK_TIMEOUT_S) if spark else (CELL_TIMEOUT_S, TIMEOUT_S)
+    )
+    options = ("--cell-timeout", str(cell_s), "--time-limit", str(TIME_LIMIT_S))
+    return timeout_s, (*options, "--timeout", str(timeout_s))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from tests.hostile import (
     Listener,
     attack_processes,
     clean_up,
+    grading_limits,
     new_token,
     question_points,
     stray_markers,
@@ -36,9 +37,6 @@ from tests.hostile import (
 )
 
 QUICK = "08-idempotence"
-CELL_TIMEOUT_S = 10
-TIME_LIMIT_S = 3
-TIMEOUT_S = 120  # per hand-in
 LATE_S = 3  # how long to wait for delayed markers once grading has finished
 
 ASSIGNMENTS = [
@@ -98,14 +96,14 @@ def _grade(assignment: str, base: Path, token: str, listener: Listener) -> Grade
     )
     temp.mkdir()
     out = base / "grades.csv"
+    timeout_s, limits = grading_limits(assignment)
     command = [
         str(Path(sys.executable).with_name("kafkalab")),
         *("grade", str(folder), "--assignment", assignment, "--out", str(out)),
-        *("--cell-timeout", str(CELL_TIMEOUT_S), "--time-limit", str(TIME_LIMIT_S)),
-        *("--timeout", str(TIMEOUT_S)),
+        *limits,
     ]
     started = time.monotonic()
-    output = _run(command, {**os.environ, "TMPDIR": str(temp)}, len(hand_ins) * TIMEOUT_S)
+    output = _run(command, {**os.environ, "TMPDIR": str(temp)}, len(hand_ins) * timeout_s)
     seconds = time.monotonic() - started
     time.sleep(LATE_S)  # a marker written, or a process still ending, just after grading counts
     rows = {r["submission"]: r for r in csv.DictReader(out.open())} if out.exists() else {}

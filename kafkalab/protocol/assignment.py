@@ -33,13 +33,13 @@ __all__ = ["assign_replicas", "rack_alternated"]
 
 def assign_replicas(
     brokers: Sequence[int],
-    partitions: int,
-    replication_factor: int,
+    partitions: object,
+    replication_factor: object,
     rng: random.Random,
     *,
     racks: Mapping[int, str] | None = None,
-    start_index: int | None = None,
-    next_replica_shift: int | None = None,
+    start_index: object = None,
+    next_replica_shift: object = None,
 ) -> dict[int, list[int]]:
     """Choose the replicas of partitions ``0 .. partitions-1``, as Kafka's
     ``AdminUtils.assignReplicasToBrokers`` does. Returns partition -> replica list; the first
@@ -87,30 +87,33 @@ def assign_replicas(
     duplicate broker ids, and a negative ``start_index`` or ``next_replica_shift``.
     """
     broker_list = list(brokers)
-    _check_whole("partitions", partitions, "use a whole number >= 1")
-    if partitions < 1:
-        raise ConfigError(f"partitions={partitions} is not allowed: use a whole number >= 1")
-    _check_whole("replication.factor", replication_factor, "use a whole number >= 1")
-    if replication_factor < 1:
-        raise ConfigError(
-            f"replication.factor={replication_factor} is not allowed: use a whole number >= 1"
-        )
+    # The counts are typed ``object``: they come from users, and are checked here.
+    n_partitions = _whole("partitions", partitions, "use a whole number >= 1")
+    if n_partitions < 1:
+        raise ConfigError(f"partitions={n_partitions} is not allowed: use a whole number >= 1")
+    rf = _whole("replication.factor", replication_factor, "use a whole number >= 1")
+    if rf < 1:
+        raise ConfigError(f"replication.factor={rf} is not allowed: use a whole number >= 1")
     _check_unique(broker_list)
     if not broker_list:
         raise ConfigError("brokers=[] is not allowed: give at least one broker id")
-    if replication_factor > len(broker_list):
+    if rf > len(broker_list):
         raise ConfigError(
-            f"replication.factor={replication_factor} is not allowed: use 1 to "
+            f"replication.factor={rf} is not allowed: use 1 to "
             f"{len(broker_list)} (the number of brokers, {broker_list})"
         )
+    fixed: dict[str, int | None] = {}
     for name, value in (("start_index", start_index), ("next_replica_shift", next_replica_shift)):
+        fixed[name] = None
         if value is not None:
-            _check_whole(name, value, "use a whole number >= 0, or None for a random one")
-            if value < 0:
+            whole = _whole(name, value, "use a whole number >= 0, or None for a random one")
+            if whole < 0:
                 raise ConfigError(
-                    f"{name}={value} is not allowed: use a whole number >= 0, "
+                    f"{name}={whole} is not allowed: use a whole number >= 0, "
                     "or None for a random one"
                 )
+            fixed[name] = whole
+    first_index, shift_given = fixed["start_index"], fixed["next_replica_shift"]
 
     rack_of: dict[int, str] = {}
     if racks is not None:
@@ -124,19 +127,17 @@ def assign_replicas(
 
     n = len(broker_list)
     # Kafka draws the start index first, then the shift; fixedStartIndex fixes both.
-    first = start_index if start_index is not None else rng.randrange(n)
-    if next_replica_shift is not None:
-        shift = next_replica_shift
-    elif start_index is not None:
-        shift = start_index
+    first = first_index if first_index is not None else rng.randrange(n)
+    if shift_given is not None:
+        shift = shift_given
+    elif first_index is not None:
+        shift = first_index
     else:
         shift = rng.randrange(n)
 
     if rack_of:
-        return _assign_rack_aware(
-            partitions, replication_factor, broker_list, rack_of, first, shift
-        )
-    return _assign_rack_unaware(partitions, replication_factor, broker_list, first, shift)
+        return _assign_rack_aware(n_partitions, rf, broker_list, rack_of, first, shift)
+    return _assign_rack_unaware(n_partitions, rf, broker_list, first, shift)
 
 
 def rack_alternated(brokers: Sequence[int], racks: Mapping[int, str]) -> list[int]:
@@ -231,9 +232,11 @@ def _assign_rack_aware(
     return result
 
 
-def _check_whole(name: str, value: object, allowed: str) -> None:
+def _whole(name: str, value: object, allowed: str) -> int:
+    """``value`` if it is a whole number (not a bool), else a ConfigError naming it."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{name}={value!r} is not allowed: {allowed}")
+    return value
 
 
 def _check_unique(brokers: list[int]) -> None:

@@ -17,10 +17,23 @@ from typing import Any
 from kafkalab.protocol.actor import Context
 from kafkalab.sim.trace import Event, Trace
 
-__all__ = ["Simulation"]
+__all__ = ["Simulation", "draw_between"]
 
 _DELIVER, _TIMER, _CALL = 0, 1, 2
 CLIENT_HOST = "client"  # the host every client (producer, consumer) runs on
+
+
+def draw_between(getrandbits: Callable[[int], int], lo: int, hi: int) -> int:
+    """A whole number from ``lo`` to ``hi`` (both included) drawn from a stream's
+    ``getrandbits``: the value ``random.Random.randint(lo, hi)`` gives on CPython 3.11 (draw
+    ``hi - lo + 1``'s bit length of bits, again while too large), written out so that the draws
+    depend on the stream alone, not on how a Python release implements ``randint``."""
+    n = hi - lo + 1
+    k = n.bit_length()
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return lo + r
 
 
 class Simulation:
@@ -46,6 +59,7 @@ class Simulation:
         self.latency_ms = latency_ms
         self.trace_messages = trace_messages
         self._net_rng = self.stream("network")
+        self._net_bits = self._net_rng.getrandbits
         self.loss_rate = loss_rate  # the chance that a message between two hosts is lost
         self._loss_rng = self.stream("loss")
         self._last_arrival: dict[tuple[Any, Any], int] = {}
@@ -103,9 +117,11 @@ class Simulation:
         if ctx.timers:
             inc = self.incarnation[address]
             heap, now = self._heap, self.now
-            for delay, name, data in ctx.timers:
+            for delay, name, timer_data in ctx.timers:
                 self._seq += 1
-                heapq.heappush(heap, (now + delay, self._seq, _TIMER, address, inc, name, data))
+                heapq.heappush(
+                    heap, (now + delay, self._seq, _TIMER, address, inc, name, timer_data)
+                )
         if ctx.halt is not None and self.on_halt is not None:
             self.on_halt(address, ctx.halt, ctx.clean_stop)
 
@@ -210,7 +226,7 @@ class Simulation:
         if hi == 0 or hosts.get(src, src) == hosts.get(dst, dst):
             arrival = self.now + extra
         else:
-            arrival = self.now + self._net_rng.randint(lo, hi) + extra
+            arrival = self.now + draw_between(self._net_bits, lo, hi) + extra
         key = (src, dst)
         if self.bandwidth:
             arrival += self._transfer_ms(src, dst, msg)
