@@ -30,7 +30,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export JUPYTER_PREFER_ENV_PATH := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-quick test-slow install lint bench notebooks exercises grade clean distclean datasets \
+.PHONY: help lab test test-quick test-slow install compile pure lint bench notebooks exercises grade clean distclean datasets \
 	datasets-small
 
 help:
@@ -39,7 +39,9 @@ help:
 	@echo "make test-quick the tests/ suite without notebooks, Spark or slow tests: the quick loop"
 	@echo "make test-slow  the slow tests: every assignment's hostile hand-ins (about an hour)"
 	@echo "make test PYTEST_MARKS='not spark'   choose tests by marker: slow, notebooks, spark"
-	@echo "make install    create $(VENV) and install kafkalab with all extras"
+	@echo "make install    create $(VENV), install kafkalab with all extras, compile its core once"
+	@echo "make compile    compile the simulator's core again with mypyc (after editing it)"
+	@echo "make pure       remove the compiled core: the sources run"
 	@echo "make lint       ruff check, ruff format --check and mypy (strict for protocol/sim/check)"
 	@echo "make bench      run every benchmarks/*.py and print its figures"
 	@echo "make notebooks  re-run every notebook and store its outputs (review the diff)"
@@ -57,7 +59,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e ".[all]"
 	touch $@
 
+# The simulator's core is compiled with mypyc once (kafkalab/core_build.py); an edited source
+# runs as a source until `make compile`, so the two never mix.
 install: $(STAMP)
+	@$(BIN)/python -m kafkalab.core_build --if-missing
+
+compile: $(STAMP)
+	$(BIN)/python -m kafkalab.core_build
+
+pure:
+	rm -f kafkalab/_core.json; find kafkalab -name "*.so" -delete
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
@@ -108,5 +119,5 @@ clean:
 	find . -path ./$(VENV) -prune -o -type d \
 		\( -name __pycache__ -o -name .ipynb_checkpoints \) -print0 | xargs -0 rm -rf
 
-distclean: clean
+distclean: clean pure
 	rm -rf $(VENV)

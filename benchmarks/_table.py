@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+from pathlib import Path
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -14,10 +15,23 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line, "-" * len(line), *body])
 
 
+def core() -> str:
+    """Which simulator core this process runs: compiled (kafkalab/core_build.py) or sources."""
+    import kafkalab
+    from kafkalab import _core_guard
+
+    package = Path(kafkalab.__file__).resolve().parent
+    if not (package / _core_guard.MANIFEST).exists():
+        return "core: sources (nothing compiled)"
+    if _core_guard.REASON is not None:
+        return f"core: sources ({_core_guard.REASON})"
+    return "core: compiled with mypyc"
+
+
 def machine() -> str:
-    """Python, the machine and its load now: what every benchmark's heading says."""
+    """Python, the machine, its load now and the core: what every benchmark's heading says."""
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (
         f"Python {platform.python_version()} on {platform.machine()} {platform.system()}, "
-        f"{os.cpu_count()} cores, load average {load}"
+        f"{os.cpu_count()} cores, load average {load}; {core()}"
     )

@@ -9,9 +9,9 @@ latency 1..5 ms, no message events in the trace (``trace_messages=False``), 60 s
 For each seed the script measures:
 
 * loop events: heap entries the Simulation popped and dispatched (message deliveries, timers and
-  scheduled calls). They are counted in a separate, instrumented pass that wraps the instance's
-  ``_dispatch``; the timed passes run uninstrumented and must reach the same count;
-* the wall time of the event loop (``Simulation.run_until``) and of the whole ``simulate()`` call
+  scheduled calls), from its own counters (``Simulation.dispatched``), checked against its
+  sequence numbers; every timed pass must reach the same count;
+* the wall time of the event loop (inside ``Cluster.run``) and of the whole ``simulate()`` call
   (set-up, loop, end-of-run report), best of ``--repeats``. Every repeat must give the same trace
   (SHA-256 of its canonical form, timed on its own after the run: what ``digest=True`` adds) and
   the same count;
@@ -45,8 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmark the working tree, installed or not
 
+from _table import core  # noqa: E402  (benchmarks/_table.py, next to this script)
+
 from kafkalab.config import make_config  # noqa: E402
 from kafkalab.sim import engine  # noqa: E402
+from kafkalab.sim.cluster import Cluster  # noqa: E402
 from kafkalab.sim.engine import Simulation  # noqa: E402
 from kafkalab.sim.timed import Workload, random_faults, simulate  # noqa: E402
 
@@ -55,16 +58,17 @@ REPLICATION_FACTOR = 3
 KIND_NAMES = {engine._DELIVER: "deliver", engine._TIMER: "timer", engine._CALL: "call"}
 
 
-# ---- probing the event loop without touching the engine -----------------------------------
+# ---- probing the event loop from outside the engine -----------------------------------------
 
 
 class LoopProbe:
-    """While active, wraps ``Simulation.run_until`` to time the event loop and (with ``count``)
-    wraps each instance's ``_dispatch`` to count the heap entries it processes, by kind."""
+    """While active, wraps ``Cluster.run`` (the facade, never compiled) to time the event loop
+    it drives and to keep the Simulation, whose own counters say how many heap entries it
+    dispatched, by kind (``Simulation.dispatched``). Nothing inside the engine is replaced, so
+    the probe measures the compiled core (kafkalab/core_build.py) and the sources alike."""
 
     def __init__(self, *, count: bool) -> None:
         self.count = count
-        self.kinds: dict[int, int] = {}
         self.loop_wall = 0.0
         self.enter: float | None = None
         self.exit: float | None = None
@@ -72,44 +76,38 @@ class LoopProbe:
         self.sim: Simulation | None = None
 
     @property
+    def kinds(self) -> dict[int, int]:
+        assert self.sim is not None
+        return {k: n for k, n in enumerate(self.sim.dispatched) if n}
+
+    @property
     def dispatched(self) -> int:
         return sum(self.kinds.values())
 
     def __enter__(self) -> LoopProbe:
-        self._original = original = Simulation.run_until
+        self._original = original = Cluster.run
         probe = self
 
-        def run_until(sim: Simulation, time_ms: int, stop: Any = None) -> None:
+        def run(cluster: Cluster, *args: Any, **kwargs: Any) -> None:
+            sim = cluster.sim
             probe.sim = sim
             if probe.heap_at_start is None:
-                probe.heap_at_start = len(sim._heap)
-            if probe.count:
-                inner = sim._dispatch  # the bound method
-                kinds = probe.kinds
-
-                def counting_dispatch(entry: tuple) -> None:
-                    kind = entry[2]
-                    kinds[kind] = kinds.get(kind, 0) + 1
-                    inner(entry)
-
-                sim._dispatch = counting_dispatch  # instance attribute shadows the method
+                probe.heap_at_start = sim.pending()
             t0 = time.perf_counter()
             if probe.enter is None:
                 probe.enter = t0
             try:
-                original(sim, time_ms, stop)
+                original(cluster, *args, **kwargs)
             finally:
                 t1 = time.perf_counter()
                 probe.loop_wall += t1 - t0
                 probe.exit = t1
-                if probe.count:
-                    del sim._dispatch
 
-        Simulation.run_until = run_until  # type: ignore[method-assign]
+        Cluster.run = run  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        Simulation.run_until = self._original  # type: ignore[method-assign]
+        Cluster.run = self._original  # type: ignore[method-assign]
 
 
 def processed_entries(sim: Simulation) -> int:
@@ -491,9 +489,9 @@ def report(results: list[SeedResult], memory: dict[str, float], args: argparse.N
         f"duration {args.duration_ms} ms + settle {args.settle_ms} ms per seed, "
         f"best of {args.repeats} repeat(s); Python {platform.python_version()} "
         f"({platform.python_implementation()}) on {platform.machine()} {platform.system()}; "
-        f"source {source_revision()}",
+        f"source {source_revision()}; {core()}",
         "",
-        "Event loop (wall = time inside Simulation.run_until)",
+        "Event loop (wall = time inside Cluster.run)",
         _table(
             [
                 "seed",

@@ -11,6 +11,8 @@ The core is a deterministic, message-passing simulator of one replicated partiti
 ['m1']
 """
 
+# First: the compiled core (kafkalab/core_build.py) runs only while it matches its sources.
+from kafkalab import _core_guard  # noqa: F401
 from kafkalab.check import INVARIANTS, InvariantViolation, Report
 from kafkalab.config import PRESETS, Config, make_config
 from kafkalab.errors import ActionError, ConfigError, KafkalabError, ScenarioError

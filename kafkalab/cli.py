@@ -23,6 +23,7 @@ malformed file, a bad setting or an impossible step (one line, no traceback).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -330,7 +331,7 @@ def _simulate(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     **result.as_dict(),
-                    "schedule": [vars(f) for f in result.schedule],
+                    "schedule": [dataclasses.asdict(f) for f in result.schedule],
                     "safe": result.safe,
                 },
                 sort_keys=True,

@@ -9,7 +9,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["ActionError", "ConfigError", "KafkalabError", "ScenarioError", "did_you_mean"]
+__all__ = [
+    "ActionError",
+    "ConfigError",
+    "InvariantViolation",
+    "KafkalabError",
+    "ScenarioError",
+    "did_you_mean",
+]
 
 
 class KafkalabError(Exception):
@@ -26,6 +33,11 @@ class ScenarioError(KafkalabError, ValueError):
 
 class ActionError(KafkalabError, RuntimeError):
     """An action that cannot happen now, such as restarting a broker that is running."""
+
+
+class InvariantViolation(KafkalabError, AssertionError):
+    """A named invariant failed; the message says how to replay the run
+    (:mod:`kafkalab.check.invariants` names them)."""
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

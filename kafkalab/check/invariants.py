@@ -19,7 +19,7 @@ from kafkalab.check.logs import LogView, divergence
 
 # Importable from here as before the report had its own module.
 from kafkalab.check.report import Report, aborted_ranges
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import InvariantViolation
 from kafkalab.protocol.log import Log, Record
 from kafkalab.sim.trace import Event
 
@@ -38,10 +38,6 @@ __all__ = [
     "aborted_ranges",
     "new_invariants",
 ]
-
-
-class InvariantViolation(KafkalabError, AssertionError):
-    """A named invariant failed; the message says how to replay the run."""
 
 
 class Invariant(Protocol):

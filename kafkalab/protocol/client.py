@@ -446,7 +446,7 @@ class KafkaProducer:
         at sequence 0)."""
         self.producer_epoch += 1
         sequence = 0
-        for b in [batch, *(q for q in self.queue if q.tp == batch.tp)]:
+        for b in [batch, *[q for q in self.queue if q.tp == batch.tp]]:
             b.sequence = sequence
             sequence += len(b.values)
         self.next_sequence[batch.tp] = sequence

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZooKeeper
 
-__all__ = ["Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
+__all__ = ["CommittedPartition", "Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
 
 AUTO_REBALANCE_TIMER = "controller:auto_leader_rebalance"
 
@@ -36,6 +36,26 @@ class PartitionState:
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int = 0
+
+
+class CommittedPartition(Protocol):
+    """What a controller has committed for a partition, in either mode: ZooKeeper's
+    :class:`PartitionState` and KRaft's ``PartitionRegistration`` both answer it."""
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def leader(self) -> int | None: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+
+    @property
+    def partition_epoch(self) -> int: ...
 
 
 class Controller:

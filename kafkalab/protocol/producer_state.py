@@ -105,8 +105,10 @@ class ProducerStateManager:
             )
         if verdict != DUPLICATE:
             return verdict, None
-        same = (b for b in batches if (b.first_seq, b.last_seq) == (first_seq, last_seq))
-        return verdict, next(same, None)
+        for b in batches:
+            if (b.first_seq, b.last_seq) == (first_seq, last_seq):
+                return verdict, b
+        return verdict, None
 
     def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int = -1) -> str | None:
         """ProducerAppendInfo.appendEndTxnMarker: a marker from an older producer epoch than

@@ -90,15 +90,14 @@ class _TxnPartition:
 class TransactionCoordinator:
     """The coordinator role of one broker, for every __transaction_state partition it leads."""
 
-    requests: tuple[type, ...] = (
-        m.AddPartitionsToTxnRequest,
-        m.AddOffsetsToTxnRequest,
-        m.EndTxnRequest,
-        m.WriteTxnMarkersResponse,
-    )
-    timers: tuple[str, ...] = ("txn_abort_timed_out", "txn_markers")
-
     def __init__(self, broker: CoordinatorHost) -> None:
+        self.requests: tuple[type, ...] = (
+            m.AddPartitionsToTxnRequest,
+            m.AddOffsetsToTxnRequest,
+            m.EndTxnRequest,
+            m.WriteTxnMarkersResponse,
+        )
+        self.timers: tuple[str, ...] = ("txn_abort_timed_out", "txn_markers")
         self.broker = broker
         self.led: dict[str, _TxnPartition] = {}
 

@@ -16,7 +16,7 @@ from kafkalab.config import Config, check_min_isr, make_config
 from kafkalab.errors import ActionError, ConfigError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.consumer import Poll
-from kafkalab.protocol.controller import PartitionState
+from kafkalab.protocol.controller import CommittedPartition
 from kafkalab.protocol.log import Disk
 from kafkalab.protocol.producer import Producer
 from kafkalab.protocol.rules import DEFAULT_RULES, Rules
@@ -116,10 +116,12 @@ class Cluster:
             raise ConfigError(f"partitions={partitions!r} is not allowed: use a whole number >= 1")
         self.racks = dict(racks or {})
         placement = Placement(self.broker_ids, self.racks, seed, self.config)
-        self.assignment = placement.place(topic, topics, partitions, leader, replicas)
+        self.assignment: dict[str, list[int]] = placement.place(
+            topic, topics, partitions, leader, replicas
+        )
         self.topic, self.topics = placement.topic, placement.topics
         self.tp = f"{self.topic}-0"  # the partition the single-partition API talks about
-        self.replicas = self.assignment[self.tp]
+        self.replicas: list[int] = self.assignment[self.tp]
         for tp_replicas in self.assignment.values():
             check_min_isr(self.config, len(tp_replicas))
         placement.add_internal_partitions(transactional_ids, groups)
@@ -439,12 +441,12 @@ class Cluster:
         return self.sim.trace
 
     @property
-    def partition_state(self) -> PartitionState:
+    def partition_state(self) -> CommittedPartition:
         """The partition's leader, leader epoch and ISR as the controller committed them (in
         ZooKeeper, when the controller is an elected broker)."""
         return self.partition_states()[self.tp]
 
-    def partition_states(self) -> dict[str, PartitionState]:
+    def partition_states(self) -> dict[str, CommittedPartition]:
         """Every partition's committed leader, leader epoch and ISR, by partition name."""
         return self.control.partition_states()
 

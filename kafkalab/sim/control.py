@@ -13,14 +13,19 @@ the mode, whatever differs.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Mapping
-from typing import Any
+import random
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
 
 from kafkalab.config import Config
 from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as msgs
-from kafkalab.protocol.controller import ControllerNode, PartitionState, ZooKeeper
+from kafkalab.protocol.controller import (
+    CommittedPartition,
+    ControllerNode,
+    PartitionState,
+    ZooKeeper,
+)
 from kafkalab.protocol.kraft import PartitionRegistration
 from kafkalab.protocol.kraft_node import KRaftNode
 from kafkalab.sim.engine import CLIENT_HOST, Simulation
@@ -47,9 +52,9 @@ class ControlPlane:
     """What a cluster asks of its controllers. ``config`` reads the cluster's current settings
     (they change with ``set_config``)."""
 
-    mode: str = ""
-    node_names: tuple[str, ...] = ()  # controller nodes a step may crash or restart
-    quorum_names = "zk"  # how an error message lists the control plane's node names
+    mode: ClassVar[str] = ""
+    node_names: ClassVar[tuple[str, ...]] = ()  # controller nodes a step may crash or restart
+    quorum_names: ClassVar[str] = "zk"  # how an error message lists its node names
 
     def __init__(self, sim: Simulation, config: Callable[[], Config]) -> None:
         self.sim = sim
@@ -83,7 +88,7 @@ class ControlPlane:
 
     # ---- committed state -------------------------------------------------------------------
 
-    def partition_states(self) -> dict[str, PartitionState]:
+    def partition_states(self) -> dict[str, CommittedPartition]:
         """Every partition's committed leader, leader epoch and ISR."""
         raise NotImplementedError
 
@@ -150,7 +155,7 @@ class DedicatedControlPlane(ControlPlane):
         partitions = _initial(self.assignment, PartitionState)
         self.sim.add("controller", ControllerNode(self.config, partitions), "zk")
 
-    def partition_states(self) -> dict[str, PartitionState]:
+    def partition_states(self) -> dict[str, CommittedPartition]:
         return dict(self.sim.actors["controller"].partitions)
 
     @property
@@ -172,7 +177,7 @@ class ZooKeeperControlPlane(ControlPlane):
         partitions = _initial(self.assignment, PartitionState)
         self.sim.add("zk", ZooKeeper(self.config, partitions, elected=True), "zk")
 
-    def partition_states(self) -> dict[str, PartitionState]:
+    def partition_states(self) -> dict[str, CommittedPartition]:
         return dict(self.sim.actors["zk"].partitions)
 
     @property
@@ -200,8 +205,7 @@ class KRaftControlPlane(ControlPlane):
 
     def _start_node(self, node: str, store: Any) -> None:
         timeout = self.config.controller_quorum_election_timeout_ms
-        rng = self.sim.stream(f"raft:{node}")
-        draws = (rng.randrange(timeout) for _ in itertools.count())
+        draws = _draws(self.sim.stream(f"raft:{node}"), timeout)
         partitions = _initial(self.assignment, PartitionRegistration)
         actor = KRaftNode(
             node, CONTROLLER_NODES, self.config, partitions, election_draws=draws, store=store
@@ -252,7 +256,7 @@ class KRaftControlPlane(ControlPlane):
             nodes = [self.stopped[n] for n in CONTROLLER_NODES]
         return max(nodes, key=lambda a: a.applied)
 
-    def partition_states(self) -> dict[str, PartitionState]:
+    def partition_states(self) -> dict[str, CommittedPartition]:
         return dict(self._quorum_view().partitions)
 
     @property
@@ -297,6 +301,13 @@ class KRaftControlPlane(ControlPlane):
         active = self.active_node()
         if active is not None:
             self.sim.send(CLIENT_HOST, active.id, msgs.ReconfigureRequest(self.config))
+
+
+def _draws(rng: random.Random, below: int) -> Iterator[int]:
+    """An endless stream of election timeouts (a generator function: each is drawn when the
+    node asks for it, not before)."""
+    while True:
+        yield rng.randrange(below)
 
 
 CONTROL_PLANES: dict[str, type[ControlPlane]] = {

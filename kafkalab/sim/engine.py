@@ -51,6 +51,7 @@ class Simulation:
         self.now = 0
         self._seq = 0
         self._heap: list[tuple[Any, ...]] = []
+        self.dispatched = [0, 0, 0]  # heap entries dispatched so far: deliveries, timers, calls
         self.actors: dict[Any, Any] = {}
         self.incarnation: dict[Any, int] = {}
         self.hosts: dict[Any, Any] = {}
@@ -289,6 +290,7 @@ class Simulation:
 
     def _dispatch(self, entry: tuple[Any, ...]) -> None:
         kind = entry[2]
+        self.dispatched[kind] += 1
         if self.paused and kind != _CALL:
             host = self.hosts.get(entry[4] if kind == _DELIVER else entry[3])
             if host in self.paused:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kafkalab.config import Config
-    from kafkalab.protocol.controller import PartitionState
+    from kafkalab.protocol.controller import CommittedPartition
     from kafkalab.protocol.log import Disk
     from kafkalab.protocol.rules import Rules
     from kafkalab.sim.control import ControlPlane
@@ -80,7 +80,7 @@ class Facade(Protocol):
 
     def followers(self, partition: int | str | None = None) -> list[int]: ...
 
-    def partition_states(self) -> dict[str, PartitionState]: ...
+    def partition_states(self) -> dict[str, CommittedPartition]: ...
 
     def replicas_view(self, partition: int | str | None = None) -> dict[int, ReplicaView]: ...
 

@@ -85,19 +85,22 @@ class NetworkSteps:
                 self.sim.record("link", "network", {"a": ha, "b": hb, "up": up})
         self.cluster._settle()
 
-    def throttle(self, a: Any, b: Any, mb_per_s: float | None) -> None:
+    def throttle(self, a: Any, b: Any, mb_per_s: object) -> None:
+        """``mb_per_s`` is typed ``object``: it comes from a user, and is checked here."""
         hosts_a, hosts_b = self._pair(a, b)
-        if mb_per_s is not None and (
-            isinstance(mb_per_s, bool)
-            or not isinstance(mb_per_s, int | float)
-            or not 0 < mb_per_s <= 10000
-        ):
-            raise ActionError(
-                f"mb_per_s={mb_per_s!r} is not allowed: use a number of megabytes per second "
-                "in (0, 10000], or None for full speed"
-            )
+        rate: float | None = None
+        if mb_per_s is not None:
+            if (
+                isinstance(mb_per_s, bool)
+                or not isinstance(mb_per_s, int | float)
+                or not 0 < mb_per_s <= 10000
+            ):
+                raise ActionError(
+                    f"mb_per_s={mb_per_s!r} is not allowed: use a number of megabytes per "
+                    "second in (0, 10000], or None for full speed"
+                )
+            rate = mb_per_s * 1000.0  # 1 MB/s is 1000 bytes per ms
         self.cluster._step("throttle", a=a, b=b, mb_per_s=mb_per_s)
-        rate = None if mb_per_s is None else mb_per_s * 1000.0  # 1 MB/s is 1000 bytes per ms
         for ha in hosts_a:
             for hb in hosts_b:
                 self.sim.set_bandwidth(ha, hb, rate)

@@ -460,8 +460,8 @@ def _out_of_order(cluster: Cluster) -> int:
     leader = cluster.leader
     if leader is None or leader not in cluster.sim.actors:
         return 0
-    sent = (
+    sent = [
         int(value[1:].split(".")[0]) if value.startswith("r") else None
         for value in cluster.replica(leader).values
-    )
+    ]
     return len(out_of_send_order(sent))

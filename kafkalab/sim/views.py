@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ActionError
-from kafkalab.protocol.controller import PartitionState, partition_metrics
+from kafkalab.protocol.controller import CommittedPartition, partition_metrics
 from kafkalab.protocol.log import Log
 from kafkalab.sim.facade import ReplicaView
 
@@ -57,7 +57,7 @@ def _per_replica(views: dict[int, ReplicaView]) -> dict[str, Any]:
     }
 
 
-def partition_summary(cluster: Facade, tp: str, st: PartitionState) -> dict[str, Any]:
+def partition_summary(cluster: Facade, tp: str, st: CommittedPartition) -> dict[str, Any]:
     """One partition's committed state and each replica's offsets and log."""
     return {
         "leader": st.leader,
@@ -70,7 +70,7 @@ def partition_summary(cluster: Facade, tp: str, st: PartitionState) -> dict[str,
     }
 
 
-def isr_in_flight(cluster: Facade, tp: str, st: PartitionState) -> dict[str, Any]:
+def isr_in_flight(cluster: Facade, tp: str, st: CommittedPartition) -> dict[str, Any]:
     """The leader's AlterPartition still in flight (KIP-497): the ISR it proposed, or None,
     and its maximal ISR, which the HW waits for (the ISR plus any member being added)."""
     actor = cluster.sim.actors.get(st.leader)
