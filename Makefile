@@ -68,7 +68,7 @@ compile: $(STAMP)
 	$(BIN)/python -m kafkalab.core_build
 
 pure:
-	rm -f kafkalab/_core.json; find kafkalab -name "*.so" -delete
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m kafkalab.core_build --clean; fi
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \

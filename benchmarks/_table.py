@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-from pathlib import Path
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -17,15 +16,9 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 def core() -> str:
     """Which simulator core this process runs: compiled (kafkalab/core_build.py) or sources."""
-    import kafkalab
-    from kafkalab import _core_guard
+    from kafkalab._core_guard import running
 
-    package = Path(kafkalab.__file__).resolve().parent
-    if not (package / _core_guard.MANIFEST).exists():
-        return "core: sources (nothing compiled)"
-    if _core_guard.REASON is not None:
-        return f"core: sources ({_core_guard.REASON})"
-    return "core: compiled with mypyc"
+    return f"core: {running()}"
 
 
 def machine() -> str:

@@ -67,8 +67,7 @@ class LoopProbe:
     dispatched, by kind (``Simulation.dispatched``). Nothing inside the engine is replaced, so
     the probe measures the compiled core (kafkalab/core_build.py) and the sources alike."""
 
-    def __init__(self, *, count: bool) -> None:
-        self.count = count
+    def __init__(self) -> None:
         self.loop_wall = 0.0
         self.enter: float | None = None
         self.exit: float | None = None
@@ -175,13 +174,11 @@ class SeedResult:
         return self.sim_seconds / self.total_wall
 
 
-def run_standard(
-    seed: int, duration_ms: int, settle_ms: int, *, count: bool
-) -> tuple[Any, Any, LoopProbe, float]:
+def run_standard(seed: int, duration_ms: int, settle_ms: int) -> tuple[Any, Any, LoopProbe, float]:
     """One standard-workload run; returns (RunResult, Cluster, probe, simulate() wall seconds)."""
     cfg = make_config({"replication_factor": REPLICATION_FACTOR})
     faults = random_faults(seed, BROKERS, duration_ms)
-    with LoopProbe(count=count) as probe:
+    with LoopProbe() as probe:
         t0 = time.perf_counter()
         result, cluster = simulate(
             cfg,
@@ -201,7 +198,7 @@ def run_standard(
 
 def measure_seed(seed: int, duration_ms: int, settle_ms: int, repeats: int) -> SeedResult:
     # Counting pass (also a warm-up): the authoritative loop-event count.
-    result, cluster, probe, _ = run_standard(seed, duration_ms, settle_ms, count=True)
+    result, cluster, probe, _ = run_standard(seed, duration_ms, settle_ms)
     assert probe.sim is not None and probe.heap_at_start is not None
     counted = probe.dispatched
     derived = processed_entries(probe.sim)
@@ -229,7 +226,7 @@ def measure_seed(seed: int, duration_ms: int, settle_ms: int, repeats: int) -> S
     best_bare = float("inf")
     for _ in range(repeats):
         gc.collect()
-        result, cluster, probe, total = run_standard(seed, duration_ms, settle_ms, count=False)
+        result, cluster, probe, total = run_standard(seed, duration_ms, settle_ms)
         assert probe.sim is not None and probe.enter is not None and probe.exit is not None
         # Checked after the clock stopped: the same trace, byte for byte, and the same count.
         d0 = time.perf_counter()
@@ -310,7 +307,7 @@ def bare_heap_loop(n_events: int, initial: int, delays: list[int]) -> float:
 def measure_memory(seed: int, duration_ms: int, settle_ms: int) -> dict[str, float]:
     gc.collect()
     tracemalloc.start()
-    result, cluster, _probe, _ = run_standard(seed, duration_ms, settle_ms, count=False)
+    result, cluster, _probe, _ = run_standard(seed, duration_ms, settle_ms)
     current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     del result, cluster

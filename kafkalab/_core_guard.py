@@ -21,9 +21,10 @@ from importlib.util import spec_from_file_location
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["REASON", "install", "source_digest", "why_sources"]
+__all__ = ["PYTHON", "REASON", "install", "running", "source_digest", "why_sources"]
 
 MANIFEST = "_core.json"
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # what a build is for
 
 
 def source_digest(path: Path) -> str:
@@ -44,22 +45,28 @@ def _source(package: Path, module: str) -> Path:
 
 def why_sources(package: Path) -> str | None:
     """Why the sources of the compiled modules must run (None: the compiled ones may)."""
+    return _check(package)[0]
+
+
+def _check(package: Path) -> tuple[str | None, list[str]]:
+    """Why the sources must run (or None), and the modules the manifest lists."""
     data = _manifest(package)
     if data is None:
-        return f"{MANIFEST} is missing or unreadable"
-    if os.environ.get("KAFKALAB_PURE", "") not in ("", "0"):
-        return "KAFKALAB_PURE is set"
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if data.get("python") != version:
-        return f"compiled for Python {data.get('python')}, this is {version}"
+        return f"{MANIFEST} is missing or unreadable", []
     modules = data.get("modules")
     if not isinstance(modules, dict):
-        return f"{MANIFEST} lists no modules"
+        return f"{MANIFEST} lists no modules", []
+    names = [str(m) for m in modules]
+    if os.environ.get("KAFKALAB_PURE", "") not in ("", "0"):
+        return "KAFKALAB_PURE is set", names
+    if data.get("python") != PYTHON:
+        return f"compiled for Python {data.get('python')}, this is {PYTHON}", names
     for module, digest in modules.items():
         source = _source(package, str(module))
         if not source.is_file() or source_digest(source) != digest:
-            return f"{module} changed since it was compiled (python -m kafkalab.core_build)"
-    return None
+            reason = f"{module} changed since it was compiled (python -m kafkalab.core_build)"
+            return reason, names
+    return None, names
 
 
 class _Sources(MetaPathFinder):
@@ -81,16 +88,25 @@ class _Sources(MetaPathFinder):
 def install(package: Path) -> str | None:
     """Send the compiled modules' imports to their sources if they must run; the reason, or
     None when nothing is compiled or the compiled modules match their sources."""
+    global _COMPILED
     if not (package / MANIFEST).exists():
         return None
-    reason = why_sources(package)
+    reason, names = _check(package)
     if reason is None:
+        _COMPILED = len(names)
         return None
-    data = _manifest(package) or {}
-    modules = data.get("modules")
-    names = [str(m) for m in modules] if isinstance(modules, dict) else []
     sys.meta_path.insert(0, _Sources({name: _source(package, name) for name in names}))
     return reason
 
 
+def running() -> str:
+    """Which core this process runs, in a few words (benchmarks and ``--status`` print it)."""
+    if _COMPILED:
+        return f"the compiled core ({_COMPILED} modules, each matching its source)"
+    if REASON is None:
+        return "the sources (nothing is compiled: python -m kafkalab.core_build compiles)"
+    return f"the sources ({REASON})"
+
+
+_COMPILED = 0  # how many compiled modules this process runs
 REASON = install(Path(__file__).resolve().parent)  # why the sources run (None: as built)

@@ -5,7 +5,7 @@ turned into C by mypyc (the compiler mypy and black ship with), and every trace 
 for byte the one the sources give (``tests/test_compiled.py``). ``make install`` compiles them;
 nothing needs them.
 
-    python -m kafkalab.core_build              # compile (about 3 minutes on 2 cores)
+    python -m kafkalab.core_build              # compile (2-3 minutes on 2 cores)
     python -m kafkalab.core_build --if-missing # compile unless compiled already (make install)
     python -m kafkalab.core_build --clean      # remove the compiled modules: the sources run
     python -m kafkalab.core_build --status     # which of the two runs, and why
@@ -27,6 +27,9 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+
+from kafkalab._core_guard import MANIFEST as MANIFEST_NAME
+from kafkalab._core_guard import PYTHON, running, source_digest
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -52,7 +55,7 @@ CORE = (
     "check/logs.py",
 )
 GROUP = "kafkalab._core"  # the shared runtime: kafkalab/_core__mypyc.<suffix>
-MANIFEST = PACKAGE / "_core.json"
+MANIFEST = PACKAGE / MANIFEST_NAME
 MYPY_CONFIG = """\
 [mypy]
 python_version = {version}
@@ -87,7 +90,6 @@ def compile_core(opt_level: str) -> int:
     except ImportError as err:
         print(f"cannot compile: {err.name} is not installed (pip install mypy setuptools)")
         return 1
-    from kafkalab._core_guard import source_digest
 
     clean()
     sources = core_sources()
@@ -95,10 +97,9 @@ def compile_core(opt_level: str) -> int:
     modules = {
         ".".join(p.relative_to(ROOT).with_suffix("").parts): source_digest(p) for p in sources
     }
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
     with tempfile.TemporaryDirectory(prefix="kafkalab-mypyc-") as tmp:
         config = Path(tmp) / "mypy.ini"
-        config.write_text(MYPY_CONFIG.format(version=version))
+        config.write_text(MYPY_CONFIG.format(version=PYTHON))
         here = Path.cwd()
         os.chdir(ROOT)  # mypyc names the modules by their paths from here
         try:
@@ -117,24 +118,14 @@ def compile_core(opt_level: str) -> int:
             dist.run_command("build_ext")
         finally:
             os.chdir(here)
-    MANIFEST.write_text(json.dumps({"python": version, "modules": modules}, indent=1) + "\n")
+    MANIFEST.write_text(json.dumps({"python": PYTHON, "modules": modules}, indent=1) + "\n")
     shutil.rmtree(ROOT / "build", ignore_errors=True)
     print(f"compiled {len(modules)} modules of the simulator's core with mypyc")
     return 0
 
 
 def status() -> int:
-    from kafkalab._core_guard import why_sources
-
-    if not MANIFEST.exists():
-        print("the sources run: nothing is compiled (python -m kafkalab.core_build compiles)")
-        return 0
-    reason = why_sources(PACKAGE)
-    if reason:
-        print(f"the sources run: {reason}")
-    else:
-        modules = json.loads(MANIFEST.read_text())["modules"]
-        print(f"the compiled core runs: {len(modules)} modules, each matching its source")
+    print(f"this Python runs {running()}")
     return 0
 
 

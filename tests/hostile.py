@@ -44,6 +44,7 @@ import nbformat
 import yaml
 
 from kafkalab.grading.assignments import repo_root, resolve_source
+from tests.conftest import starts_spark
 
 __all__ = [
     "ATTACKS",
@@ -75,7 +76,7 @@ TIMEOUT_S, SPARK_TIMEOUT_S = 120, 300  # per hand-in
 def grading_limits(assignment: str) -> tuple[int, tuple[str, ...]]:
     """The per-hand-in timeout (s) and the ``kafkalab grade`` options to grade ``assignment``'s
     hostile folder with."""
-    spark = "spark_session(" in resolve_source(assignment).read_text(encoding="utf-8")
+    spark = starts_spark(resolve_source(assignment))
     cell_s, timeout_s = (
         (SPARK_CELL_TIMEOUT_S, SPARK_TIMEOUT_S) if spark else (CELL_TIMEOUT_S, TIMEOUT_S)
     )

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             if args.scope == "all":
                 prof.enable()
-            run_standard(seed, args.duration_ms, args.settle_ms, count=False)
+            run_standard(seed, args.duration_ms, args.settle_ms)
             if args.scope == "all":
                 prof.disable()
     finally:
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         profiler = Profiler(interval=0.0005)
         profiler.start()
         for seed in args.seeds:
-            run_standard(seed, args.duration_ms, args.settle_ms, count=False)
+            run_standard(seed, args.duration_ms, args.settle_ms)
         profiler.stop()
         print(profiler.output_text(unicode=False, color=False, show_all=False))
     return 0

@@ -102,18 +102,8 @@ def assign_replicas(
             f"replication.factor={rf} is not allowed: use 1 to "
             f"{len(broker_list)} (the number of brokers, {broker_list})"
         )
-    fixed: dict[str, int | None] = {}
-    for name, value in (("start_index", start_index), ("next_replica_shift", next_replica_shift)):
-        fixed[name] = None
-        if value is not None:
-            whole = _whole(name, value, "use a whole number >= 0, or None for a random one")
-            if whole < 0:
-                raise ConfigError(
-                    f"{name}={whole} is not allowed: use a whole number >= 0, "
-                    "or None for a random one"
-                )
-            fixed[name] = whole
-    first_index, shift_given = fixed["start_index"], fixed["next_replica_shift"]
+    first_index = _fixed_or_none("start_index", start_index)
+    shift_given = _fixed_or_none("next_replica_shift", next_replica_shift)
 
     rack_of: dict[int, str] = {}
     if racks is not None:
@@ -230,6 +220,17 @@ def _assign_rack_aware(
                     break
         result[partition] = replicas
     return result
+
+
+def _fixed_or_none(name: str, value: object) -> int | None:
+    """``value`` if it is a whole number >= 0, None if it is None, else a ConfigError."""
+    if value is None:
+        return None
+    allowed = "use a whole number >= 0, or None for a random one"
+    whole = _whole(name, value, allowed)
+    if whole < 0:
+        raise ConfigError(f"{name}={whole} is not allowed: {allowed}")
+    return whole
 
 
 def _whole(name: str, value: object, allowed: str) -> int:
