@@ -17,6 +17,10 @@ PYTEST_ARGS ?=
 # Tests marked slow (every assignment's hostile hand-ins: an hour) run with `make test-slow`.
 # Markers (pyproject.toml): slow, notebooks (runs a notebook in a kernel), spark (starts Spark).
 PYTEST_MARKS ?= not slow
+# pytest-xdist workers for make test: one per core (auto). Each notebook and each test file
+# stays on one worker (--dist loadscope): a notebook's cells share one kernel and run in order,
+# a module's fixtures are built once. TEST_JOBS=0 runs in one process.
+TEST_JOBS ?= auto
 QUICK_MARKS := not slow and not notebooks and not spark
 BENCHMARKS := $(sort $(filter-out benchmarks/_%,$(wildcard benchmarks/*.py)))
 SUBMISSIONS ?= submissions
@@ -76,7 +80,8 @@ lab: install
 
 test: install
 	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
-		--nbval-sanitize-with tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" $(PYTEST_ARGS)
+		--nbval-sanitize-with $(CURDIR)/tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" \
+		-n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
 
 test-quick: install
 	$(BIN)/python -m pytest tests -m "$(QUICK_MARKS)" $(PYTEST_ARGS)

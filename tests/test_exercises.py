@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
@@ -89,25 +86,6 @@ def _student(name: str) -> Path:
     return ROOT / "exercises" / f"{name}.ipynb"
 
 
-@pytest.fixture(scope="module")
-def student_runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Future[Any]]]:
-    """The student notebooks this session tests, started two at a time as the first of them is
-    tested: a kernel keeps about one core busy while pytest waits for it, and CI has two. A
-    notebook that starts Spark is left out (it runs alone in its test: Spark uses every core)."""
-    test = test_student_notebook_runs_and_shows_every_question_failing
-    items = request.session.items
-    tested = [i.callspec.params["name"] for i in items if getattr(i, "function", None) is test]
-    names = [name for name in tested if not starts_spark(_student(name))]
-    out = tmp_path_factory.mktemp("students")
-    pool = ThreadPoolExecutor(max_workers=2)
-    try:
-        yield {n: pool.submit(execute_notebook, _student(n), out / f"{n}.ipynb") for n in names}
-    finally:
-        pool.shutdown(cancel_futures=True)  # after -x or Ctrl-C, start no more notebooks
-
-
 @pytest.mark.notebooks
 @pytest.mark.parametrize(
     "name",
@@ -116,16 +94,16 @@ def student_runs(
         for name in sorted(SOURCES)
     ],
 )
-def test_student_notebook_runs_and_shows_every_question_failing(
-    name: str, tmp_path: Path, student_runs: dict[str, Future[Any]]
-) -> None:
+def test_student_notebook_runs_and_shows_every_question_failing(name: str, tmp_path: Path) -> None:
     path = _student(name)
     student = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), (
         f"{name}: the student notebook is handed out without outputs"
     )
-    run = student_runs.get(name)
-    executed = run.result() if run else execute_notebook(path, tmp_path / path.name)
+    # One at a time: papermill runs a kernel in its notebook's folder by changing this
+    # process's working directory, so two runs in threads could start a kernel in the wrong
+    # folder. make test spreads the test files over the cores instead (pytest-xdist).
+    executed = execute_notebook(path, tmp_path / path.name)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"], f"{name}: a cell raised"
     checks = _checks(executed)
