@@ -15,9 +15,13 @@
                    [--timeout S]
     kafkalab campaign list | show SPEC | validate SPEC
     kafkalab campaign run SPEC --out PATH [--master local[*]] [--overwrite] [--no-progress]
+    kafkalab explore [--set key=value ...] [--brokers N] [--depth N] [--records N] [--crashes N]
+                     [--actions a,b,...] [--invariant NAME ...] [--json] [--out FILE.yaml]
+                     [--master SPARK_MASTER]
 
 Exit codes: 0 when every expectation holds, 1 when one does not (with a readable diff), 2 for a
-malformed file, a bad setting or an impossible step (one line, no traceback).
+malformed file, a bad setting or an impossible step (one line, no traceback). ``explore`` exits
+0 when no invariant breaks within its bounds, 1 when one does.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import yaml
 from kafkalab.atomic import write_atomically
 from kafkalab.campaign.command import add_campaign_parser, campaign_command
 from kafkalab.errors import KafkalabError, ScenarioError
+from kafkalab.explore.command import add_explore_parser, explore_command
 
 __all__ = ["main"]
 
@@ -85,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines to FILE")
     _grading_parsers(sub)
     add_campaign_parser(sub)
+    add_explore_parser(sub)
     return parser
 
 
@@ -159,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _grading(args)
         if args.command == "campaign":
             return campaign_command(args)
+        if args.command == "explore":
+            return explore_command(args, _overrides(args.set))
         if args.action == "list":
             return _list()
         if args.action == "show":
@@ -289,7 +297,7 @@ def _run(
     if trace:
         _write_trace(result.cluster.trace, trace)
     if as_json:
-        print(json.dumps(_json_state(result), sort_keys=True))
+        print(json.dumps(result.as_json(), sort_keys=True))
     else:
         _print_human(result)
     return 0 if result.ok else 1
@@ -361,22 +369,6 @@ def _print_run(result: Any) -> None:
     if result.errors:
         print("client errors: " + ", ".join(f"{k} x{v}" for k, v in sorted(result.errors.items())))
     print("safe" if result.safe else "UNSAFE: " + result.replay_hint())
-
-
-def _json_state(result: Any) -> dict[str, Any]:
-    """Every expect key (broker ids as string keys), the divergence details and the verdict."""
-    from kafkalab.scenarios import EXPECT_KEYS
-    from kafkalab.sim.expect import BROKER_MAPS
-
-    state = result.cluster.state()
-    out = {k: state[k] for k in (*EXPECT_KEYS, "divergence")}
-    for key in BROKER_MAPS:
-        out[key] = {str(b): v for b, v in state[key].items()}
-    out["scenario"] = result.scenario.name
-    out["variant"] = result.variant.name if result.variant else None
-    out["ok"] = result.ok
-    out["mismatches"] = result.mismatches
-    return out
 
 
 def _print_human(result: Any) -> None:

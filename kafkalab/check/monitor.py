@@ -26,14 +26,14 @@ from kafkalab.sim.trace import Event
 if TYPE_CHECKING:
     from kafkalab.sim.cluster import Cluster
 
-__all__ = ["InvariantMonitor", "attach"]
+__all__ = ["CHECK_ORDER", "InvariantMonitor", "attach"]
 
 # A state change may break an invariant: the monitor verifies them after each of these events.
 _STATE_KINDS = frozenset(
     ("append", "replicate", "truncate", "hw", "became_leader", "partition_state", "restart")
 )
 # The order they are verified in: the ones the trace alone decides first, the log checks last.
-_CHECK_ORDER = (
+CHECK_ORDER = (
     "one_leader_per_epoch",
     "controller_epoch_monotonic",
     "no_stale_controller_effect",
@@ -58,7 +58,7 @@ class InvariantMonitor:
         for reader in readers:
             for kind in reader.kinds:
                 self._readers.setdefault(kind, []).append(reader.observe)
-        self._in_check_order = [self.invariants[name] for name in _CHECK_ORDER]
+        self._in_check_order = [self.invariants[name] for name in CHECK_ORDER]
 
     @property
     def no_acked_loss(self) -> NoAckedLoss:

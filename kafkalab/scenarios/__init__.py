@@ -159,6 +159,21 @@ class ScenarioResult:
     def state(self) -> dict[str, Any]:
         return self.cluster.state()
 
+    def as_json(self) -> dict[str, Any]:
+        """What ``kafkalab scenario run --json`` prints: every expect key (broker ids as
+        string keys), the divergence details and the verdict."""
+        from kafkalab.sim.expect import BROKER_MAPS
+
+        state = self.cluster.state()
+        out = {k: state[k] for k in (*actions.expect_keys(), "divergence")}
+        for key in BROKER_MAPS:
+            out[key] = {str(b): v for b, v in state[key].items()}
+        out["scenario"] = self.scenario.name
+        out["variant"] = self.variant.name if self.variant else None
+        out["ok"] = self.ok
+        out["mismatches"] = self.mismatches
+        return out
+
 
 # ---- parsing -------------------------------------------------------------------------------
 

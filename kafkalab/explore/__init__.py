@@ -1,0 +1,475 @@
+"""Exhaustive exploration: every schedule of stepped actions up to a bound, breadth first.
+
+Given a configuration, :func:`explore` tries every sequence of actions from an alphabet
+(:data:`ACTIONS`: produce the next record, a follower's fetch answered or with its answer lost,
+a crash keeping the page cache or losing it, restart, flush, the session timeout passing, and
+optionally network cuts) on a stepped :class:`~kafkalab.Cluster`, and checks the named
+invariants (:data:`kafkalab.INVARIANTS`) after every step. Schedules are tried shortest first,
+so the first one that breaks an invariant is a shortest one within the alphabet and the bounds;
+it is replayed from scratch as a scenario to confirm it. When nothing breaks, the result says
+how many distinct states were explored and whether the search was complete to its depth.
+
+Two schedules that lead to the same state share one future, so each distinct state is expanded
+once (:func:`state_digest`). Record values are named in the order they are produced (r1, r2,
+...), which is already the canonical renaming; brokers are never renamed, because Kafka does not
+treat them alike (the first live replica in the assignment's order is the one a controller
+elects), so no broker symmetry is sound.
+
+    >>> from kafkalab.explore import explore
+    >>> result = explore({"acks": "1"}, brokers=2, depth=4, actions=("produce", "crash", "expire"))
+    >>> result.violation.invariant, result.violation.steps
+    ('no_acked_loss', [{'produce': 'r1'}, {'crash': 1}, {'advance': 18000}])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalab.check import INVARIANTS
+from kafkalab.check.monitor import CHECK_ORDER
+from kafkalab.config import Config, make_config
+from kafkalab.errors import ActionError, ConfigError
+from kafkalab.explore.digest import state_digest
+from kafkalab.explore.scenario import counterexample
+from kafkalab.protocol.rules import Rules
+from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
+
+__all__ = [
+    "ACTIONS",
+    "DEFAULT_ACTIONS",
+    "Bounds",
+    "ExploreResult",
+    "Violation",
+    "enabled_steps",
+    "explore",
+    "state_digest",
+]
+
+# The alphabet: each kind of action, what it means.
+ACTIONS: dict[str, str] = {
+    "produce": "the producer sends the next record (r1, r2, ...) with the config's acks",
+    "fetch": "a follower fetches from the leader and gets the answer",
+    "fetch_lost": "a follower fetches; the leader handles it but the answer is lost",
+    "crash": "a broker's process dies; the page cache survives",
+    "power_loss": "a broker loses power: whatever it had not flushed is gone",
+    "restart": "a crashed broker starts again from its disk",
+    "flush": "a broker fsyncs its log and writes its HW checkpoint",
+    "expire": "the session timeout passes: the controller learns which brokers died",
+    "disconnect": "cut a broker from the controller's side (ZooKeeper or KRaft) or from a broker",
+    "reconnect": "restore a cut link",
+}
+DEFAULT_ACTIONS = (
+    "produce",
+    "fetch",
+    "fetch_lost",
+    "crash",
+    "power_loss",
+    "restart",
+    "flush",
+    "expire",
+)
+MAX_BROKERS = 5
+
+Step = dict[str, Any]  # one scenario step, as a scenario file writes it
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far the search goes: brokers in the cluster, actions per schedule, records produced,
+    crashes (with or without power loss) per schedule, and distinct states at most."""
+
+    brokers: int = 2
+    depth: int = 8
+    records: int = 2
+    crashes: int = 1
+    max_states: int = 200_000
+
+    def __post_init__(self) -> None:
+        for name, low, high in (
+            ("brokers", 1, MAX_BROKERS),
+            ("depth", 0, 40),
+            ("records", 0, 20),
+            ("crashes", 0, 20),
+            ("max_states", 1, None),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                allowed = f"{low}..{high}" if high is not None else f">= {low}"
+                raise ConfigError(f"{name}={value!r} is not allowed: use a whole number {allowed}")
+            if high is not None and value > high:
+                raise ConfigError(f"{name}={value!r} is not allowed: use {low}..{high}")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """The shortest schedule found that breaks ``invariant``, its message, and the report of
+    its replay from scratch (the keys ``kafkalab scenario run --json`` prints)."""
+
+    invariant: str
+    message: str
+    steps: list[Step]
+    report: dict[str, Any]
+    scenario_yaml: str
+
+
+@dataclass
+class ExploreResult:
+    """What a search found: a violation (or None), the distinct states it explored, the depth
+    it reached, its wall time, and whether it was complete (every schedule up to ``depth`` was
+    covered: no state limit cut it short). ``exhausted``: no new state appeared before the
+    depth bound, so deeper schedules find nothing new either."""
+
+    violation: Violation | None
+    states: int
+    depth: int
+    seconds: float
+    complete: bool
+    exhausted: bool
+    bounds: Bounds
+    settings: dict[str, Any]
+    levels: list[int] = field(default_factory=list)  # new states found at each depth
+
+    def as_json(self) -> dict[str, Any]:
+        v = self.violation
+        return {
+            "violation": None
+            if v is None
+            else {"invariant": v.invariant, "steps": v.steps, "report": v.report},
+            "states": self.states,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 3),
+            "complete": self.complete,
+        }
+
+    def summary(self) -> str:
+        b = self.bounds
+        where = (
+            f"{b.brokers} brokers, at most {_n(b.records, 'record')} and {_n(b.crashes, 'crash')}"
+            f" ({', '.join(f'{k}={v}' for k, v in self.settings.items()) or 'defaults'})"
+        )
+        if self.violation is not None:
+            v = self.violation
+            lines = [
+                f"{v.invariant} breaks after {len(v.steps)} steps ({where}):",
+                *(f"  {i}. {_step_text(s)}" for i, s in enumerate(v.steps, 1)),
+                f"  {v.message}",
+                f"{self.states} states explored in {self.seconds:.1f} s; no shorter schedule "
+                "breaks an invariant",
+            ]
+            return "\n".join(lines)
+        reach = "complete" if self.complete else "cut short by the state limit"
+        if self.exhausted:
+            reach += ": no new state appears after this depth"
+        return (
+            f"no violation up to depth {self.depth} ({where}): {self.states} states in "
+            f"{self.seconds:.1f} s, {reach}"
+        )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("sh") else "s")
+
+
+# ---- the actions a state allows --------------------------------------------------------------
+
+
+def enabled_steps(
+    cluster: Cluster, actions: Sequence[str], produced: int, crashes: int, bounds: Bounds
+) -> list[Step]:
+    """The steps of the alphabet worth trying from ``cluster``'s state, in a fixed order (so
+    the search, and the schedule it returns, are deterministic)."""
+    running = set(cluster.running())
+    leader = cluster.leader
+    brokers = cluster.broker_ids
+    steps: list[Step] = []
+    for kind in actions:
+        if kind == "produce" and produced < bounds.records and leader is not None:
+            steps.append({"produce": f"r{produced + 1}"})
+        elif kind in ("fetch", "fetch_lost"):
+            for b in cluster.replicas:
+                if b != leader and b in running and leader is not None:
+                    lost = {"follower": b, "response": "lost"}
+                    steps.append({"fetch": b} if kind == "fetch" else {"fetch": lost})
+        elif kind in ("crash", "power_loss") and crashes < bounds.crashes:
+            for b in brokers:
+                if b in running:
+                    power = {"broker": b, "lose_unflushed": True}
+                    steps.append({"crash": b} if kind == "crash" else {"crash": power})
+        elif kind == "restart":
+            steps.extend({"restart": b} for b in brokers if b not in running)
+        elif kind == "flush":
+            steps.extend({"flush": b} for b in brokers if b in running)
+        elif kind == "expire":
+            steps.append({"advance": session_timeout_ms(cluster.config)})
+        elif kind in ("disconnect", "reconnect"):
+            for a, b in _links(cluster):
+                up = cluster.sim.link_up(a, b)
+                if (kind == "disconnect") == up:
+                    steps.append({kind: [a, b]})
+    return steps
+
+
+def session_timeout_ms(config: Config) -> int:
+    """How long the controller's side takes to notice a dead broker: ZooKeeper's session
+    timeout, or the KRaft controller's broker session timeout."""
+    if config.controller_mode == "kraft":
+        return config.broker_session_timeout_ms
+    return config.zookeeper_session_timeout_ms
+
+
+def _links(cluster: Cluster) -> list[tuple[Any, Any]]:
+    """The links the network actions cut: each broker to the controller's side, and each pair
+    of brokers."""
+    side = "zk" if cluster.config.controller_mode != "kraft" else CONTROLLER_NODES[0]
+    ids = cluster.broker_ids
+    links: list[tuple[Any, Any]] = [(b, side) for b in ids]
+    links += [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
+    return links
+
+
+def _counts(step: Step) -> tuple[int, int]:
+    """(records produced, crashes) one step adds."""
+    kind = next(iter(step))
+    return int(kind == "produce"), int(kind == "crash")
+
+
+def _step_text(step: Step) -> str:
+    kind, arg = next(iter(step.items()))
+    if isinstance(arg, dict):
+        return f"{kind} " + ", ".join(f"{k}={v}" for k, v in arg.items())
+    if isinstance(arg, list):
+        return f"{kind} {arg[0]}-{arg[1]}"
+    return f"{kind} {arg}"
+
+
+# ---- building a state ------------------------------------------------------------------------
+
+
+class Replayer:
+    """Builds the cluster a schedule leads to, from scratch: the simulator is deterministic, so
+    a schedule is a complete description of its state. (Copying a cluster would be cheaper, but
+    its actors hold callbacks bound to the cluster they were made for.)"""
+
+    def __init__(self, config: Config, brokers: int, rules: Rules | None) -> None:
+        self.config, self.brokers, self.rules = config, brokers, rules
+        from kafkalab.sim import actions
+
+        self._actions = actions
+
+    def fresh(self) -> Cluster:
+        return Cluster(brokers=self.brokers, config=self.config, rules=self.rules)
+
+    def apply(self, cluster: Cluster, step: Step) -> None:
+        """Run one step; ActionError when the state does not allow it."""
+        kind, raw = next(iter(step.items()))
+        args = self._actions.parse_args(kind, raw, self.brokers)
+        self._actions.apply(cluster, kind, args)
+
+    def build(self, steps: Iterable[Step]) -> Cluster:
+        cluster = self.fresh()
+        for step in steps:
+            self.apply(cluster, step)
+        return cluster
+
+
+def first_violation(cluster: Cluster, names: Sequence[str]) -> tuple[str, str] | None:
+    """The first of the invariants ``names`` (in the monitor's check order) that does not hold."""
+    invariants = cluster.monitor.invariants
+    for name in names:
+        message = invariants[name].verify()
+        if message is not None:
+            return name, message
+    return None
+
+
+# ---- the search ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Node:
+    """A schedule, what it has used of the bounds, and its choices (each step's position among
+    the options of its state), which order the search."""
+
+    steps: list[Step]
+    produced: int
+    crashes: int
+    path: tuple[int, ...] = ()
+    key: str = ""  # the state's digest (with what it used of the bounds)
+
+
+def explore(
+    settings: Mapping[str, Any] | None = None,
+    *,
+    brokers: int = 2,
+    depth: int = 8,
+    records: int = 2,
+    crashes: int = 1,
+    actions: Sequence[str] = DEFAULT_ACTIONS,
+    invariants: Sequence[str] | None = None,
+    rules: Rules | None = None,
+    max_states: int = 200_000,
+    progress: Callable[[int, int, int], None] | None = None,
+    expand: Callable[[list[_Node], Any], list[tuple[_Node, Any]]] | None = None,
+) -> ExploreResult:
+    """Search every schedule of ``actions`` up to ``depth`` steps, breadth first, on a stepped
+    cluster of ``brokers`` with ``settings``; stop at the first schedule that breaks one of
+    ``invariants`` (default: all of :data:`kafkalab.INVARIANTS`). ``progress(depth, states,
+    frontier)`` is called after each depth; ``expand`` replaces the in-process expansion of a
+    depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark)."""
+    settings = dict(settings or {})
+    config = make_config(settings)
+    bounds = Bounds(brokers, depth, records, crashes, max_states)
+    actions = _check_actions(actions)
+    names = _check_invariants(invariants)
+    _check_cluster(config, brokers, rules)
+    job = _Job(config, brokers, rules, actions, names, bounds)
+    expand = expand or job.expand_locally
+    started = time.perf_counter()
+    root = job.replayer.fresh()
+    broken = first_violation(root, names)
+    seen = {job.key(root, 0, 0)}
+    frontier = [_Node([], 0, 0, (), next(iter(seen)))]
+    levels = [1]
+    found: tuple[_Node, tuple[str, str]] | None = None
+    reached, complete = 0, True
+    if broken is not None:
+        found = (frontier[0], broken)
+    while found is None and frontier and reached < depth:
+        reached += 1
+        children = expand(frontier, job)
+        frontier = []
+        for child, outcome in sorted(children, key=lambda c: _order(c[0])):
+            if isinstance(outcome, tuple):
+                found = (child, outcome)
+                break
+            if outcome in seen:
+                continue
+            if len(seen) >= max_states:
+                complete = False
+                break
+            seen.add(outcome)
+            child.key = outcome
+            frontier.append(child)
+        levels.append(len(frontier))
+        if progress is not None:
+            progress(reached, len(seen), len(frontier))
+        if not complete:
+            break
+    seconds = time.perf_counter() - started
+    violation = None if found is None else job.confirm(found[0].steps, *found[1], settings)
+    return ExploreResult(
+        violation=violation,
+        states=len(seen),
+        depth=reached,
+        seconds=seconds,
+        complete=complete,
+        exhausted=found is None and not frontier and complete,
+        bounds=bounds,
+        settings=settings,
+        levels=levels,
+    )
+
+
+def _order(node: _Node) -> tuple[int, ...]:
+    """Children in the order of their choices: the same search whatever runs the expansion
+    (in this process or on Spark)."""
+    return node.path
+
+
+class _Job:
+    """What expanding a state needs: picklable plain data, so Spark tasks can run it too."""
+
+    def __init__(
+        self,
+        config: Config,
+        brokers: int,
+        rules: Rules | None,
+        actions: tuple[str, ...],
+        names: tuple[str, ...],
+        bounds: Bounds,
+    ) -> None:
+        self.config, self.brokers, self.rules = config, brokers, rules
+        self.actions, self.names, self.bounds = actions, names, bounds
+
+    @property
+    def replayer(self) -> Replayer:
+        return Replayer(self.config, self.brokers, self.rules)
+
+    def key(self, cluster: Cluster, produced: int, crashes: int) -> str:
+        return f"{state_digest(cluster)}:{produced}:{crashes}"
+
+    def expand(self, node: _Node) -> list[tuple[_Node, str | tuple[str, str]]]:
+        """Every child of one state: (child, its key) or (child, (invariant, message))."""
+        replayer = self.replayer
+        parent = replayer.build(node.steps)
+        options = enabled_steps(parent, self.actions, node.produced, node.crashes, self.bounds)
+        out: list[tuple[_Node, str | tuple[str, str]]] = []
+        for i, step in enumerate(options):
+            # the last option reuses the parent's cluster; the others rebuild it
+            cluster = parent if i == len(options) - 1 else replayer.build(node.steps)
+            try:
+                replayer.apply(cluster, step)
+            except ActionError:
+                continue
+            produced, crashed = _counts(step)
+            child = _Node(
+                [*node.steps, step],
+                node.produced + produced,
+                node.crashes + crashed,
+                (*node.path, i),
+            )
+            broken = first_violation(cluster, self.names)
+            if broken is not None:
+                out.append((child, broken))
+            else:
+                out.append((child, self.key(cluster, child.produced, child.crashes)))
+        return out
+
+    def expand_locally(
+        self, frontier: list[_Node], job: Any
+    ) -> list[tuple[_Node, str | tuple[str, str]]]:
+        out: list[tuple[_Node, str | tuple[str, str]]] = []
+        for node in frontier:
+            out.extend(self.expand(node))
+        return out
+
+    def confirm(
+        self, steps: list[Step], invariant: str, message: str, settings: Mapping[str, Any]
+    ) -> Violation:
+        """Replay the schedule from scratch as a scenario file whose expect block holds what
+        happened; it must break the same invariant and meet its own expectations."""
+        report, text = counterexample(
+            self, steps, invariant, message, settings, lambda c: first_violation(c, self.names)
+        )
+        return Violation(invariant, message, steps, report, text)
+
+
+def _check_actions(actions: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(actions, str):
+        actions = [a.strip() for a in actions.split(",") if a.strip()]
+    bad = [a for a in actions if a not in ACTIONS]
+    if bad or not actions:
+        raise ConfigError(
+            f"actions={list(actions)!r} is not allowed: choose from {', '.join(ACTIONS)}"
+        )
+    return tuple(dict.fromkeys(actions))
+
+
+def _check_invariants(names: Sequence[str] | None) -> tuple[str, ...]:
+    if names is None or not list(names):
+        return CHECK_ORDER
+    bad = [n for n in names if n not in INVARIANTS]
+    if bad:
+        raise ConfigError(
+            f"invariant {bad[0]!r} is not one of kafkalab.INVARIANTS: {', '.join(INVARIANTS)}"
+        )
+    return tuple(n for n in CHECK_ORDER if n in names)
+
+
+def _check_cluster(config: Config, brokers: int, rules: Rules | None) -> None:
+    if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= MAX_BROKERS:
+        raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
+    Cluster(brokers=brokers, config=config, rules=rules)  # the cluster's own checks

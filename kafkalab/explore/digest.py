@@ -1,0 +1,176 @@
+"""A canonical digest of everything in a stepped cluster that can influence its future.
+
+:func:`state_digest` walks the cluster's whole object graph (brokers and their logs, leader epoch
+caches, HW checkpoints and disks, the controller's and ZooKeeper's state, the producer, the
+messages in flight and the timers due, the random streams, and the invariants' own bookkeeping,
+such as which records were acknowledged) and hashes a canonical form of it: dictionaries and
+sets in sorted order, pending events in the order they will run, shared objects written once.
+
+Left out is what only records the past: the trace (its events), the sequence numbers that order
+the trace and the heap (only the order of pending events counts), the step and dispatch
+counters, and the run's statistics (counts of ISR changes, client errors). Time stays in,
+absolute: timers and lag rules compare against it. Two states with equal digests therefore
+behave alike under any schedule (tests/test_explore.py checks it on random schedules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import types
+from typing import Any
+
+__all__ = ["state_digest"]
+
+# Attributes that record only the past (see the module docstring), by name.
+_HISTORY = frozenset(
+    {
+        "trace",  # Simulation.trace: the events so far
+        "_seq",  # Simulation: numbers events and heap entries
+        "dispatched",  # Simulation: counters of dispatched entries
+        "_steps",  # Cluster: the step counter
+        "stats",  # InvariantMonitor.stats: counts for the report
+    }
+)
+_SCALARS = (str, int, float, bool, type(None), bytes)
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
+def state_digest(cluster: Any) -> str:
+    """SHA-256 of the canonical form of ``cluster``'s state (see the module docstring)."""
+    out: list[str] = []
+    _Walker(out).walk(cluster)
+    return hashlib.sha256("\x1f".join(out).encode()).hexdigest()
+
+
+def _key(value: Any) -> str:
+    """A sort key for a dict key or set member: its canonical text when it is plain data."""
+    if isinstance(value, _SCALARS):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, frozenset, list, set)):
+        items = (
+            sorted(map(_key, value)) if isinstance(value, (frozenset, set)) else map(_key, value)
+        )
+        return f"{type(value).__name__}({','.join(items)})"
+    if isinstance(value, type):
+        return f"type:{value.__module__}.{value.__qualname__}"
+    return f"{type(value).__qualname__}:{value!r}"
+
+
+def _sorted(items: Any) -> list[Any]:
+    """Dict keys or set members in canonical order (plainly sorted when all are str, or all
+    int: the common case)."""
+    kinds = {type(i) for i in items}
+    if len(kinds) == 1 and (str in kinds or int in kinds):
+        return sorted(items)
+    return sorted(items, key=_key)
+
+
+class _Walker:
+    def __init__(self, out: list[str]) -> None:
+        self.out = out
+        self.seen: dict[int, int] = {}  # id -> order of first visit
+        self.keep: list[Any] = []  # keeps walked objects alive, so ids stay unique
+
+    def walk(self, obj: Any) -> None:
+        out = self.out
+        cls = type(obj)
+        if cls in _SCALAR_TYPES or isinstance(obj, _SCALARS):
+            out.append(f"{cls.__name__}:{obj!r}")
+            return
+        if isinstance(obj, type):
+            out.append(f"type:{obj.__module__}.{obj.__qualname__}")
+            return
+        ref = self.seen.get(id(obj))
+        if ref is not None:
+            out.append(f"@{ref}")
+            return
+        self.seen[id(obj)] = len(self.seen)
+        self.keep.append(obj)
+        if isinstance(obj, (list, tuple)):
+            out.append(f"{type(obj).__name__}[{len(obj)}")
+            for item in obj:
+                self.walk(item)
+            out.append("]")
+        elif isinstance(obj, dict):
+            out.append(f"dict[{len(obj)}")
+            for k in _sorted(obj):
+                self.walk(k)
+                self.walk(obj[k])
+            out.append("]")
+        elif isinstance(obj, (set, frozenset)):
+            out.append(f"set[{len(obj)}")
+            for item in _sorted(obj):
+                self.walk(item)
+            out.append("]")
+        elif isinstance(obj, random.Random):
+            version, words, gauss = obj.getstate()
+            out.append(f"random:{version}:{hash(words)}:{gauss!r}")  # ints hash alike everywhere
+        elif isinstance(obj, types.MethodType):
+            out.append(f"method:{obj.__func__.__qualname__}")
+            self.walk(obj.__self__)
+        elif isinstance(obj, types.FunctionType):
+            out.append(f"function:{obj.__module__}.{obj.__qualname__}")
+            for cell in obj.__closure__ or ():
+                self.walk(cell.cell_contents)
+        elif isinstance(obj, types.BuiltinMethodType):
+            out.append(f"builtin:{obj.__qualname__}")
+            owner = getattr(obj, "__self__", None)
+            if owner is not None and not isinstance(owner, types.ModuleType):
+                self.walk(owner)
+        elif isinstance(obj, types.ModuleType):
+            out.append(f"module:{obj.__name__}")
+        else:
+            self._object(obj)
+
+    def _object(self, obj: Any) -> None:
+        cls = type(obj)
+        self.out.append(f"obj:{cls.__module__}.{cls.__qualname__}")
+        if cls.__name__ == "Event" and cls.__module__ == "kafkalab.sim.trace":
+            return  # a trace event: the past
+        if cls.__name__ == "Simulation":
+            self._simulation(obj)
+            return
+        for name in _attributes(cls, obj):
+            if name in _HISTORY:
+                continue
+            try:
+                value = getattr(obj, name)
+            except AttributeError:  # a slot never set
+                continue
+            self.out.append(f".{name}")
+            self.walk(value)
+
+    def _simulation(self, sim: Any) -> None:
+        """The heap in the order its entries will run, without their sequence numbers."""
+        for name in _attributes(type(sim), sim):
+            if name in _HISTORY:
+                continue
+            value = getattr(sim, name)
+            self.out.append(f".{name}")
+            if name == "_heap":
+                pending = sorted(value, key=lambda e: (e[0], e[1]))
+                self.walk([(e[0], *e[2:]) for e in pending])
+            else:
+                self.walk(value)
+
+
+_ATTRS: dict[type, tuple[str, ...]] = {}
+
+
+def _attributes(cls: type, obj: Any) -> tuple[str, ...]:
+    """An object's attribute names: a compiled class's declared ones, its slots along the MRO,
+    and its ``__dict__`` (in sorted order)."""
+    names = _ATTRS.get(cls)
+    if names is None:
+        declared: list[str] = list(getattr(cls, "__mypyc_attrs__", ()))
+        for base in cls.__mro__:
+            slots = base.__dict__.get("__slots__", ())
+            declared += [slots] if isinstance(slots, str) else list(slots)
+        names = _ATTRS[cls] = tuple(
+            dict.fromkeys(n for n in declared if n not in ("__dict__", "__weakref__"))
+        )
+    extra = getattr(obj, "__dict__", None)
+    if extra:
+        return tuple(sorted({*names, *extra}))
+    return tuple(sorted(names))
