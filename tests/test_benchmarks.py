@@ -54,3 +54,9 @@ def test_campaign_benchmark_runs_and_prints_its_figures() -> None:
         assert figure in out.stdout, f"{figure!r} missing from:\n{out.stdout}"
     for query in ("loss_probability", "latency_by_acks", "isr_flapping"):
         assert query in out.stdout
+
+
+def test_explore_benchmark_runs_and_prints_its_figures() -> None:
+    stdout = _quick("bench_explore.py")
+    for figure in ("states/s", "first cex s", "peak bytes/state", "rebuild from the schedule"):
+        assert figure in stdout, f"{figure!r} missing from:\n{stdout}"
