@@ -8,7 +8,8 @@ sets in sorted order, pending events in the order they will run, shared objects 
 
 Left out is what only records the past: the trace (its events), the sequence numbers that order
 the trace and the heap (only the order of pending events counts), the step and dispatch
-counters, and the run's statistics (counts of ISR changes, client errors). Time stays in,
+counters, and the run's statistics (counts of ISR changes, client errors); and the actors'
+dispatch tables, which they build once from their own methods. Time stays in,
 absolute: timers and lag rules compare against it. Two states with equal digests therefore
 behave alike under any schedule (tests/test_explore.py checks it on random schedules).
 """
@@ -30,6 +31,10 @@ _HISTORY = frozenset(
         "dispatched",  # Simulation: counters of dispatched entries
         "_steps",  # Cluster: the step counter
         "stats",  # InvariantMonitor.stats: counts for the report
+        # Dispatch tables an actor builds once from its own methods and construction settings
+        # (Broker, RaftNode, GroupCoordinator): the same in every state of one search.
+        "_handlers",
+        "_timers",
     }
 )
 _SCALARS = (str, int, float, bool, type(None), bytes)
