@@ -20,15 +20,6 @@ from kafkalab.explore import Replayer, explore, first_violation, state_digest
 from kafkalab.explore.digest import _HISTORY
 
 ACKS_1 = {"acks": "1"}
-# KIP-101's setting: Kafka 0.10 without leader epochs, acks=all, one in-sync replica enough.
-KIP_101 = {
-    "preset": "0.10",
-    "acks": "all",
-    "min.insync.replicas": 1,
-    "leader_epochs": False,
-    "unclean.leader.election.enable": False,
-}
-CRASHES = ("produce", "fetch", "crash", "restart", "expire")
 SAFE = {"acks": "all", "min.insync.replicas": 2, "unclean.leader.election.enable": False}
 
 
@@ -70,26 +61,6 @@ def test_power_loss_is_in_the_default_alphabet() -> None:
     v = explore(ACKS_1, brokers=2, depth=3).violation
     assert v is not None
     assert v.steps == [{"produce": "r1"}, {"crash": {"broker": 1, "lose_unflushed": True}}]
-
-
-def test_kip_101_loss_is_found_from_the_config_and_leader_epochs_fix_it() -> None:
-    """Without leader epochs a restarted follower truncates to its HW and drops a record the
-    leader already acknowledged; it then becomes leader. Leader epochs close it: the same
-    search, complete to the same depth, finds nothing."""
-    old = explore(KIP_101, brokers=2, depth=7, records=1, crashes=2, actions=CRASHES)
-    v = old.violation
-    assert v is not None and v.invariant == "no_acked_loss"
-    assert len(v.steps) == 7
-    assert {"restart": 2} in v.steps and _kinds(v.steps).count("crash") == 2
-    fixed = explore(
-        {**KIP_101, "leader_epochs": True},
-        brokers=2,
-        depth=7,
-        records=1,
-        crashes=2,
-        actions=CRASHES,
-    )
-    assert fixed.violation is None and fixed.complete
 
 
 def test_a_deliberately_broken_rule_is_caught() -> None:
