@@ -35,17 +35,17 @@ if str(ROOT) not in sys.path:
 from _table import machine, table  # noqa: E402  (benchmarks/_table.py)
 
 from kafkalab.config import make_config  # noqa: E402
-from kafkalab.explore import Replayer, explore, state_digest  # noqa: E402
+from kafkalab.explore import (  # noqa: E402
+    CRASH_ACTIONS,
+    EXAMPLES,
+    Replayer,
+    explore,
+    state_digest,
+)
 
-CRASHES = ("produce", "fetch", "crash", "restart", "expire")
-SAFE = {"acks": "all", "min.insync.replicas": 2, "unclean.leader.election.enable": False}
-KIP_101 = {
-    "preset": "0.10",
-    "acks": "all",
-    "min.insync.replicas": 1,
-    "leader_epochs": False,
-    "unclean.leader.election.enable": False,
-}
+CRASHES = CRASH_ACTIONS
+SAFE = EXAMPLES["safe"]
+KIP_101 = EXAMPLES["kip101"]
 
 # name -> (settings, bounds); the quick ones first
 CONFIGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from kafkalab import Rules, cli
 from kafkalab.errors import ActionError, ConfigError
-from kafkalab.explore import Replayer, explore, first_violation, state_digest
+from kafkalab.explore import EXAMPLES, Replayer, explore, first_violation, state_digest
 from kafkalab.explore.digest import _HISTORY
+from kafkalab.sim.expect import BROKER_MAPS
 
 ACKS_1 = {"acks": "1"}
-SAFE = {"acks": "all", "min.insync.replicas": 2, "unclean.leader.election.enable": False}
+SAFE = EXAMPLES["safe"]
 
 
 def _kinds(steps: list[dict[str, Any]]) -> list[str]:
@@ -105,21 +106,10 @@ def test_only_the_named_invariants_are_checked() -> None:
 # ---- the digest ----------------------------------------------------------------------------
 
 SMALL = ("produce", "fetch", "fetch_lost", "crash", "restart", "flush", "expire")
-OBSERVED = (
-    "leader",
-    "leader_epoch",
-    "isr",
-    "running",
-    "hw",
-    "leo",
-    "logs",
-    "epoch_cache",
-    "hw_checkpoint",
-    "acked",
-    "lost_acked",
-    "divergent",
-    "divergence",
-)
+# What a state shows: the committed partition, every replica's log and HW (each key of
+# Cluster.state() that maps brokers), and what the producer was told.
+OBSERVED = ("leader", "leader_epoch", "isr", "running", *BROKER_MAPS, "acked", "lost_acked")
+OBSERVED += ("divergent", "divergence")
 
 
 def _schedules(settings_: dict[str, Any], depth: int) -> dict[str, list[list[dict[str, Any]]]]:

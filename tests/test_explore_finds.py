@@ -5,18 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.explore import explore
+from kafkalab.explore import CRASH_ACTIONS, EXAMPLES, explore
 
-# KIP-101's setting: Kafka 0.10 without leader epochs, acks=all, one in-sync replica enough.
-KIP_101 = {
-    "preset": "0.10",
-    "acks": "all",
-    "min.insync.replicas": 1,
-    "leader_epochs": False,
-    "unclean.leader.election.enable": False,
-}
-CRASHES = ("produce", "fetch", "crash", "restart", "expire")
-SAFE = {"acks": "all", "min.insync.replicas": 2, "unclean.leader.election.enable": False}
+KIP_101 = EXAMPLES["kip101"]
+CRASHES = CRASH_ACTIONS
+SAFE = EXAMPLES["safe"]
 
 
 def _kinds(steps: list[dict[str, Any]]) -> list[str]:

@@ -39,7 +39,9 @@ from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
 
 __all__ = [
     "ACTIONS",
+    "CRASH_ACTIONS",
     "DEFAULT_ACTIONS",
+    "EXAMPLES",
     "Bounds",
     "ExploreResult",
     "Violation",
@@ -72,6 +74,22 @@ DEFAULT_ACTIONS = (
     "expire",
 )
 MAX_BROKERS = 5
+
+# Configs the course and its tests search, by name.
+EXAMPLES: dict[str, dict[str, Any]] = {
+    # KIP-101's setting: Kafka 0.10 without leader epochs, acks=all, one in-sync replica enough
+    "kip101": {
+        "preset": "0.10",
+        "acks": "all",
+        "min.insync.replicas": 1,
+        "leader_epochs": False,
+        "unclean.leader.election.enable": False,
+    },
+    # today's safe config
+    "safe": {"acks": "all", "min.insync.replicas": 2, "unclean.leader.election.enable": False},
+}
+# The alphabet of crashes that keep the page cache (no flush, no lost answers).
+CRASH_ACTIONS = ("produce", "fetch", "crash", "restart", "expire")
 
 Step = dict[str, Any]  # one scenario step, as a scenario file writes it
 
