@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalab import Rules, cli
+from kafkalab import Rules, cli, make_config
 from kafkalab.errors import ActionError, ConfigError
-from kafkalab.explore import EXAMPLES, Replayer, explore, first_violation, state_digest
+from kafkalab.explore import EXAMPLES, Replayer, explore, state_digest
 from kafkalab.explore.digest import _HISTORY
 from kafkalab.sim.expect import BROKER_MAPS
 
@@ -117,7 +118,7 @@ def _schedules(settings_: dict[str, Any], depth: int) -> dict[str, list[list[dic
     from kafkalab.explore import Bounds, enabled_steps
 
     bounds = Bounds(brokers=2, depth=depth, records=2, crashes=1)
-    replayer = Replayer(__import__("kafkalab").make_config(settings_), 2, None)
+    replayer = Replayer(make_config(settings_), 2, None)
     groups: dict[str, list[list[dict[str, Any]]]] = {}
     level: list[tuple[list[dict[str, Any]], int, int]] = [([], 0, 0)]
     for _ in range(depth):
@@ -154,10 +155,7 @@ def merged() -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
 
 def _observe(cluster: Any) -> dict[str, Any]:
     state = cluster.state()
-    return {k: state[k] for k in OBSERVED} | {"violation": first_violation(cluster, _ALL)}
-
-
-_ALL = tuple(__import__("kafkalab").INVARIANTS)
+    return {k: state[k] for k in OBSERVED} | {"violation": cluster.monitor.first_violation()}
 
 
 @settings(
@@ -168,7 +166,7 @@ def test_states_with_equal_digests_have_equal_futures(
     merged: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], data: st.DataObject
 ) -> None:
     first, second = data.draw(st.sampled_from(merged))
-    replayer = Replayer(__import__("kafkalab").make_config(ACKS_1), 2, None)
+    replayer = Replayer(make_config(ACKS_1), 2, None)
     a, b = replayer.build(first), replayer.build(second)
     assert state_digest(a) == state_digest(b)
     steps = data.draw(
@@ -208,7 +206,7 @@ def test_states_with_equal_digests_have_equal_futures(
 
 
 def test_the_digest_tells_different_states_apart() -> None:
-    replayer = Replayer(__import__("kafkalab").make_config(ACKS_1), 2, None)
+    replayer = Replayer(make_config(ACKS_1), 2, None)
     seen: dict[str, dict[str, Any]] = {}
     for steps in itertools.product(
         [{"produce": "r1"}, {"fetch": 2}, {"crash": 2}, {"advance": 18000}], repeat=3
@@ -239,7 +237,7 @@ def test_the_digest_is_the_same_in_another_process(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             check=True,
-            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            env={**os.environ, "PYTHONHASHSEED": seed},
         ).stdout
         for seed in ("1", "2")
     }

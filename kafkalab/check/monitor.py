@@ -9,7 +9,7 @@ failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from kafkalab.check.invariants import (
@@ -88,9 +88,12 @@ class InvariantMonitor:
             if violation is not None:
                 self._raise(event, *violation)
 
-    def first_violation(self) -> tuple[str, str] | None:
-        """The first named invariant that does not hold now, with a readable message."""
+    def first_violation(self, names: Collection[str] | None = None) -> tuple[str, str] | None:
+        """The first named invariant (of ``names``, default all) that does not hold now, with a
+        readable message."""
         for inv in self._in_check_order:
+            if names is not None and inv.name not in names:
+                continue
             message = inv.verify()
             if message is not None:
                 return inv.name, message

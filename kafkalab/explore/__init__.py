@@ -12,8 +12,9 @@ how many distinct states were explored and whether the search was complete to it
 Two schedules that lead to the same state share one future, so each distinct state is expanded
 once (:func:`state_digest`). Record values are named in the order they are produced (r1, r2,
 ...), which is already the canonical renaming; brokers are never renamed, because Kafka does not
-treat them alike (the first live replica in the assignment's order is the one a controller
-elects), so no broker symmetry is sound.
+treat them alike (a controller elects the first live in-sync replica in the assignment's order:
+``PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection`` in Kafka's controller), so
+no broker symmetry is sound.
 
     >>> from kafkalab.explore import explore
     >>> result = explore({"acks": "1"}, brokers=2, depth=4, actions=("produce", "crash", "expire"))
@@ -35,6 +36,7 @@ from kafkalab.errors import ActionError, ConfigError
 from kafkalab.explore.digest import state_digest
 from kafkalab.explore.scenario import counterexample
 from kafkalab.protocol.rules import Rules
+from kafkalab.sim import actions as step_kinds
 from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
 
 __all__ = [
@@ -268,14 +270,12 @@ def _step_text(step: Step) -> str:
 
 class Replayer:
     """Builds the cluster a schedule leads to, from scratch: the simulator is deterministic, so
-    a schedule is a complete description of its state. (Copying a cluster would be cheaper, but
-    its actors hold callbacks bound to the cluster they were made for.)"""
+    a schedule is a complete description of its state. (``copy.deepcopy`` of a cluster fails on
+    the compiled core, and on the sources its copy keeps callbacks bound to the original:
+    benchmarks/bench_explore.py times both.)"""
 
     def __init__(self, config: Config, brokers: int, rules: Rules | None) -> None:
         self.config, self.brokers, self.rules = config, brokers, rules
-        from kafkalab.sim import actions
-
-        self._actions = actions
 
     def fresh(self) -> Cluster:
         return Cluster(brokers=self.brokers, config=self.config, rules=self.rules)
@@ -283,24 +283,14 @@ class Replayer:
     def apply(self, cluster: Cluster, step: Step) -> None:
         """Run one step; ActionError when the state does not allow it."""
         kind, raw = next(iter(step.items()))
-        args = self._actions.parse_args(kind, raw, self.brokers)
-        self._actions.apply(cluster, kind, args)
+        args = step_kinds.parse_args(kind, raw, self.brokers)
+        step_kinds.apply(cluster, kind, args)
 
     def build(self, steps: Iterable[Step]) -> Cluster:
         cluster = self.fresh()
         for step in steps:
             self.apply(cluster, step)
         return cluster
-
-
-def first_violation(cluster: Cluster, names: Sequence[str]) -> tuple[str, str] | None:
-    """The first of the invariants ``names`` (in the monitor's check order) that does not hold."""
-    invariants = cluster.monitor.invariants
-    for name in names:
-        message = invariants[name].verify()
-        if message is not None:
-            return name, message
-    return None
 
 
 # ---- the search ------------------------------------------------------------------------------
@@ -342,12 +332,11 @@ def explore(
     bounds = Bounds(brokers, depth, records, crashes, max_states)
     actions = _check_actions(actions)
     names = _check_invariants(invariants)
-    _check_cluster(config, brokers, rules)
     job = _Job(config, brokers, rules, actions, names, bounds)
     expand = expand or job.expand_locally
     started = time.perf_counter()
     root = job.replayer.fresh()
-    broken = first_violation(root, names)
+    broken = root.monitor.first_violation(names)
     seen = {job.key(root, 0, 0)}
     frontier = [_Node([], 0, 0, (), next(iter(seen)))]
     levels = [1]
@@ -439,7 +428,7 @@ class _Job:
                 node.crashes + crashed,
                 (*node.path, i),
             )
-            broken = first_violation(cluster, self.names)
+            broken = cluster.monitor.first_violation(self.names)
             if broken is not None:
                 out.append((child, broken))
             else:
@@ -460,7 +449,12 @@ class _Job:
         """Replay the schedule from scratch as a scenario file whose expect block holds what
         happened; it must break the same invariant and meet its own expectations."""
         report, text = counterexample(
-            self, steps, invariant, message, settings, lambda c: first_violation(c, self.names)
+            self,
+            steps,
+            invariant,
+            message,
+            settings,
+            lambda c: c.monitor.first_violation(self.names),
         )
         return Violation(invariant, message, steps, report, text)
 
@@ -485,9 +479,3 @@ def _check_invariants(names: Sequence[str] | None) -> tuple[str, ...]:
             f"invariant {bad[0]!r} is not one of kafkalab.INVARIANTS: {', '.join(INVARIANTS)}"
         )
     return tuple(n for n in CHECK_ORDER if n in names)
-
-
-def _check_cluster(config: Config, brokers: int, rules: Rules | None) -> None:
-    if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= MAX_BROKERS:
-        raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
-    Cluster(brokers=brokers, config=config, rules=rules)  # the cluster's own checks
