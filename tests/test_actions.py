@@ -233,3 +233,35 @@ def test_state_keys_are_the_keys_of_cluster_state(mode: str) -> None:
     from kafkalab.sim.expect import STATE_KEYS
 
     assert tuple(Cluster(1, config={"controller_mode": mode}).state()) == STATE_KEYS
+
+
+# ---- sync ------------------------------------------------------------------------------------
+
+
+def test_sync_fetches_until_replication_settles() -> None:
+    """Followers copy the records and learn the HW; a follower told of a new leader epoch first
+    finds its truncation point; a sync with nothing to do changes no state, not even the time."""
+    c = Cluster(brokers=3)
+    c.produce("m1")
+    c.produce("m2")
+    c.sync()
+    state = c.state()
+    assert state["logs"] == {1: ["m1", "m2"], 2: ["m1", "m2"], 3: ["m1", "m2"]}
+    assert state["hw"] == {1: 2, 2: 2, 3: 2} and state["time_ms"] == 0
+    c.crash(1)
+    c.advance(18000)
+    c.produce("m3")
+    c.restart(1)
+    c.sync()
+    assert c.logs() == {1: ["m1", "m2", "m3"], 2: ["m1", "m2", "m3"], 3: ["m1", "m2", "m3"]}
+    before = c.state()
+    c.sync()  # one round of fetches that find nothing new
+    assert c.state() == before
+
+
+def test_sync_is_a_scenario_step() -> None:
+    s = scenarios.parse(scenario("produce: a", "sync", "crash: 1", "sync: 0"))
+    result = scenarios.run(s)
+    assert result.cluster.logs() == {1: ["a"], 2: ["a"]}
+    with pytest.raises(ScenarioError, match="unknown key 'followers'"):
+        scenarios.parse(scenario("sync: {followers: 2}"))

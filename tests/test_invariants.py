@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kafkalab import INVARIANTS, Cluster, InvariantViolation
+from kafkalab import INVARIANTS, Cluster, InvariantViolation, scenarios
 from kafkalab.check.invariants import (
     REGISTRY,
     ControllerEpochMonotonic,
@@ -71,6 +71,7 @@ class FakeLogs:
         self.running = running
         self.leader = leaders
         self.on_disk: dict[str, set[str]] = {}
+        self.truncating: set[int] = set()  # followers still looking for their truncation point
 
     def partitions(self) -> list[str]:
         return list(self.running)
@@ -80,6 +81,9 @@ class FakeLogs:
 
     def live(self, tp: str) -> dict[int, Log]:
         return dict(sorted(self.running[tp].items()))
+
+    def settled(self, tp: str) -> dict[int, Log]:
+        return {b: log for b, log in self.live(tp).items() if b not in self.truncating}
 
     def every_value(self, tp: str) -> set[str]:
         held = {r.value for log in self.running[tp].values() for r in log.records}
@@ -274,6 +278,39 @@ def test_logs_agree_below_hw_checks_a_restarted_replica_whole() -> None:
     restarted = make_log(["m1", "x2", "m3"], hw=2)  # a new log object: checked from offset 0
     view.running[TP][3] = restarted
     assert inv.verify() is not None and "offset 1" in inv.verify()  # type: ignore[operator]
+
+
+def test_logs_agree_below_hw_waits_for_a_follower_to_find_its_truncation_point() -> None:
+    """A restarted follower may hold, below its checkpointed HW, a record the leader never had;
+    it is judged once it has asked the leader where its epoch ends, not before."""
+    view, (leader, f2, f3) = three_replicas(["m1", "m2", "m3"], hw=3)
+    inv = LogsAgreeBelowHw(view)
+    assert inv.verify() is None
+    restarted = make_log(["m1", "x2"], hw=2)
+    view.running[TP][3] = restarted
+    view.truncating.add(3)
+    assert inv.verify() is None
+    assert divergence(view, below_hw=True) == []
+    view.truncating.discard(3)  # the answer came and (wrongly) kept x2
+    assert inv.verify() == (
+        "demo-0 offset 1 below the HW holds {1: 'm2 (epoch 0)', 3: 'x2 (epoch 0)'}"
+    )
+
+
+@pytest.mark.parametrize("epochs", [False, True])
+def test_kip101_divergence_breaks_the_invariant_only_without_leader_epochs(epochs: bool) -> None:
+    """KIP-101's second scenario step by step: without leader epochs the old leader keeps m2
+    below its HW for good; with them it is left out while it asks where epoch 0 ends, and then
+    agrees with the new leader (no transient report at its restart)."""
+    scenario = scenarios.get("kip101-divergence")
+    cluster = scenario.cluster({"leader_epochs": epochs})
+    found = []
+    for step in scenario.steps:
+        if step.kind != "check":
+            scenarios.apply_step(cluster, step)
+            found.append(cluster.monitor.first_violation(["logs_agree_below_hw"]))
+    assert found[-1] is None if epochs else found[-1] is not None
+    assert all(v is None for v in found) == epochs
 
 
 def test_logs_agree_below_hw_rechecks_a_truncated_and_rewritten_tail() -> None:

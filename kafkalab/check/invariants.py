@@ -268,6 +268,12 @@ class _Agreement:
 class LogsAgreeBelowHw:
     """Two replicas hold the same records (value and leader epoch) below both their HWs.
 
+    A follower still looking for its truncation point is left out until it finds it: a replica
+    that restarts reads its HW from its checkpoint and may hold, below it, a record the new
+    leader never had (one acknowledged, then lost with the power); Kafka removes it when the
+    leader says where the follower's last epoch ends (KIP-101). The records that disagree after
+    that are the divergence KIP-101 and KIP-279 close.
+
     Rather than compare every pair of replicas from offset 0 after each event, it keeps, per
     partition, the prefix the replicas agree on (as long as the highest HW) and, per replica,
     how far its log has been checked against it: an event costs only the records appended or
@@ -275,7 +281,9 @@ class LogsAgreeBelowHw:
     name it (:func:`~kafkalab.check.logs.divergence`)."""
 
     name: ClassVar[str] = "logs_agree_below_hw"
-    meaning: ClassVar[str] = "two replicas hold the same records below both their HWs"
+    meaning: ClassVar[str] = (
+        "two replicas hold the same records below both their HWs, once each has truncated"
+    )
     kinds: ClassVar[frozenset[str]] = frozenset({"truncate"})
     reads_logs: ClassVar[bool] = True
 
@@ -291,7 +299,7 @@ class LogsAgreeBelowHw:
 
     def verify(self) -> str | None:
         for tp in self.logs.partitions():
-            live = self.logs.live(tp)
+            live = self.logs.settled(tp)
             a = self._by_tp.get(tp) or self._by_tp.setdefault(tp, _Agreement())
             if _agrees(a, live):
                 continue

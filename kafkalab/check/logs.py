@@ -2,7 +2,7 @@
 
 The trace says what happened; a log check also needs what the replicas hold now. This module is
 the one place the check package reaches into the simulation for it, so the invariants and the
-report can be tested against any object with the same four methods (see :class:`LogView`).
+report can be tested against any object with the same five methods (see :class:`LogView`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ class LogView(Protocol):
         """The logs of ``tp`` on the running brokers that hold it, by broker id."""
         ...
 
+    def settled(self, tp: str) -> dict[int, Log]:
+        """The logs of ``tp`` on the running brokers, less the followers still looking for their
+        truncation point: a follower told of a new leader epoch asks the leader where its last
+        epoch ends (OffsetsForLeaderEpoch, KIP-101) before it fetches, and until the answer
+        comes its log may still hold records it is about to remove (Kafka's fetcher keeps such a
+        partition in its Truncating state: ``AbstractFetcherThread``)."""
+        ...
+
     def every_value(self, tp: str) -> set[str]:
         """The values any replica of ``tp`` holds, running or only on disk."""
         ...
@@ -58,6 +66,15 @@ class ClusterLogs:
                 out[b] = r.log
         return out
 
+    def settled(self, tp: str) -> dict[int, Log]:
+        actors = self.cluster.sim.actors
+        out = {}
+        for b in self.cluster.running():
+            r = actors[b].partitions.get(tp)
+            if r is not None and not r.truncating:
+                out[b] = r.log
+        return out
+
     def every_value(self, tp: str) -> set[str]:
         views = self.cluster.replicas_view(tp).values()
         return {v for view in views for v in view.values}
@@ -65,13 +82,15 @@ class ClusterLogs:
 
 def divergence(logs: LogView, *, below_hw: bool) -> list[dict[str, Any]]:
     """For each partition and pair of its running replicas, the first offset where both hold a
-    record (below both HWs with ``below_hw``) and the records differ in value or leader epoch.
+    record and the records differ in value or leader epoch. With ``below_hw``: below both HWs,
+    among the replicas that are not still looking for their truncation point
+    (:meth:`LogView.settled`).
 
     This reads every pair's whole common prefix: the report calls it once, and the
     logs_agree_below_hw invariant only to name a divergence its bookkeeping found."""
     found = []
     for tp in logs.partitions():
-        live = logs.live(tp)
+        live = logs.settled(tp) if below_hw else logs.live(tp)
         brokers = sorted(live)
         for i, a in enumerate(brokers):
             for b in brokers[i + 1 :]:

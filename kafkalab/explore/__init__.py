@@ -2,11 +2,12 @@
 
 Given a configuration, :func:`explore` tries every sequence of actions from an alphabet
 (:data:`ACTIONS`: produce the next record, a follower's fetch answered or with its answer lost,
-a crash keeping the page cache or losing it, restart, flush, the session timeout passing, and
-optionally network cuts) on a stepped :class:`~kafkalab.Cluster`, and checks the named
-invariants (:data:`kafkalab.INVARIANTS`) after every step. Schedules are tried shortest first,
-so the first one that breaks an invariant is a shortest one within the alphabet and the bounds;
-it is replayed from scratch as a scenario to confirm it. When nothing breaks, the result says
+every follower fetching until replication settles, a crash keeping the page cache or losing it,
+restart, flush, the session timeout passing, and optionally network cuts) on a stepped
+:class:`~kafkalab.Cluster`, and checks the named invariants (:data:`kafkalab.INVARIANTS`) after
+every step. Schedules are tried shortest first, so the first one that breaks an invariant is a
+shortest one within the alphabet and the bounds; it is replayed from scratch as a scenario to
+confirm it. When nothing breaks, the result says
 how many distinct states were explored and whether the search was complete to its depth.
 
 Two schedules that lead to the same state share one future, so each distinct state is expanded
@@ -57,6 +58,7 @@ ACTIONS: dict[str, str] = {
     "produce": "the producer sends the next record (r1, r2, ...) with the config's acks",
     "fetch": "a follower fetches from the leader and gets the answer",
     "fetch_lost": "a follower fetches; the leader handles it but the answer is lost",
+    "sync": "the followers fetch until a round changes nothing (replication settles)",
     "crash": "a broker's process dies; the page cache survives",
     "power_loss": "a broker loses power: whatever it had not flushed is gone",
     "restart": "a crashed broker starts again from its disk",
@@ -213,6 +215,9 @@ def enabled_steps(
                 if b != leader and b in running and leader is not None:
                     lost = {"follower": b, "response": "lost"}
                     steps.append({"fetch": b} if kind == "fetch" else {"fetch": lost})
+        elif kind == "sync":
+            if leader is not None and cluster.followers():
+                steps.append({"sync": None})
         elif kind in ("crash", "power_loss") and crashes < bounds.crashes:
             for b in brokers:
                 if b in running:
@@ -258,6 +263,8 @@ def _counts(step: Step) -> tuple[int, int]:
 
 def _step_text(step: Step) -> str:
     kind, arg = next(iter(step.items()))
+    if arg is None:
+        return kind
     if isinstance(arg, dict):
         return f"{kind} " + ", ".join(f"{k}={v}" for k, v in arg.items())
     if isinstance(arg, list):
@@ -329,6 +336,8 @@ def explore(
     depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark)."""
     settings = dict(settings or {})
     config = make_config(settings)
+    if "preset" in settings:  # as the config read it: an unquoted 0.10 arrives as 0.1
+        settings["preset"] = config.preset
     bounds = Bounds(brokers, depth, records, crashes, max_states)
     actions = _check_actions(actions)
     names = _check_invariants(invariants)

@@ -72,43 +72,79 @@ def _sorted(items: Any) -> list[Any]:
 
 
 class _Walker:
+    """Writes an object graph's canonical form as tokens. Scalars are written as their
+    ``repr`` (which already tells ``1``, ``1.0``, ``True`` and ``'1'`` apart); an object seen
+    before is written as a reference to its first visit."""
+
     def __init__(self, out: list[str]) -> None:
         self.out = out
         self.seen: dict[int, int] = {}  # id -> order of first visit
         self.keep: list[Any] = []  # keeps walked objects alive, so ids stay unique
+        self._by_type: dict[type, Any] = {
+            list: self._sequence,
+            tuple: self._sequence,
+            dict: self._dict,
+            set: self._set,
+            frozenset: self._set,
+        }
 
     def walk(self, obj: Any) -> None:
-        out = self.out
         cls = type(obj)
-        if cls in _SCALAR_TYPES or isinstance(obj, _SCALARS):
-            out.append(f"{cls.__name__}:{obj!r}")
+        if cls in _SCALAR_TYPES:
+            self.out.append(repr(obj))
+            return
+        if isinstance(obj, _SCALARS):  # a subclass of a scalar type (an enum of ints, say)
+            self.out.append(f"{cls.__qualname__}:{obj!r}")
             return
         if isinstance(obj, type):
-            out.append(f"type:{obj.__module__}.{obj.__qualname__}")
+            self.out.append(f"type:{obj.__module__}.{obj.__qualname__}")
             return
-        ref = self.seen.get(id(obj))
+        seen = self.seen
+        ref = seen.get(id(obj))
         if ref is not None:
-            out.append(f"@{ref}")
+            self.out.append(f"@{ref}")
             return
-        self.seen[id(obj)] = len(self.seen)
+        seen[id(obj)] = len(seen)
         self.keep.append(obj)
-        if isinstance(obj, (list, tuple)):
-            out.append(f"{type(obj).__name__}[{len(obj)}")
-            for item in obj:
-                self.walk(item)
-            out.append("]")
+        handler = self._by_type.get(cls)
+        if handler is not None:
+            handler(obj)
+        elif isinstance(obj, (list, tuple)):
+            self._sequence(obj)
         elif isinstance(obj, dict):
-            out.append(f"dict[{len(obj)}")
-            for k in _sorted(obj):
-                self.walk(k)
-                self.walk(obj[k])
-            out.append("]")
+            self._dict(obj)
         elif isinstance(obj, (set, frozenset)):
-            out.append(f"set[{len(obj)}")
-            for item in _sorted(obj):
-                self.walk(item)
-            out.append("]")
-        elif isinstance(obj, random.Random):
+            self._set(obj)
+        else:
+            self._other(obj)
+
+    def _sequence(self, obj: Any) -> None:
+        out, walk = self.out, self.walk
+        out.append(f"{type(obj).__name__}[{len(obj)}")
+        for item in obj:
+            if type(item) in _SCALAR_TYPES:
+                out.append(repr(item))
+            else:
+                walk(item)
+        out.append("]")
+
+    def _dict(self, obj: Any) -> None:
+        out, walk = self.out, self.walk
+        out.append(f"dict[{len(obj)}")
+        for k in _sorted(obj):
+            walk(k)
+            walk(obj[k])
+        out.append("]")
+
+    def _set(self, obj: Any) -> None:
+        self.out.append(f"set[{len(obj)}")
+        for item in _sorted(obj):
+            self.walk(item)
+        self.out.append("]")
+
+    def _other(self, obj: Any) -> None:
+        out = self.out
+        if isinstance(obj, random.Random):
             version, words, gauss = obj.getstate()
             out.append(f"random:{version}:{hash(words)}:{gauss!r}")  # ints hash alike everywhere
         elif isinstance(obj, types.MethodType):
@@ -130,29 +166,29 @@ class _Walker:
 
     def _object(self, obj: Any) -> None:
         cls = type(obj)
-        self.out.append(f"obj:{cls.__module__}.{cls.__qualname__}")
+        out, walk = self.out, self.walk
+        out.append(_class_token(cls))
         if cls.__name__ == "Event" and cls.__module__ == "kafkalab.sim.trace":
             return  # a trace event: the past
         if cls.__name__ == "Simulation":
             self._simulation(obj)
             return
-        for name in _attributes(cls, obj):
-            if name in _HISTORY:
-                continue
+        for name, token in _attributes(cls, obj):
             try:
                 value = getattr(obj, name)
             except AttributeError:  # a slot never set
                 continue
-            self.out.append(f".{name}")
-            self.walk(value)
+            out.append(token)
+            if type(value) in _SCALAR_TYPES:
+                out.append(repr(value))
+            else:
+                walk(value)
 
     def _simulation(self, sim: Any) -> None:
         """The heap in the order its entries will run, without their sequence numbers."""
-        for name in _attributes(type(sim), sim):
-            if name in _HISTORY:
-                continue
+        for name, token in _attributes(type(sim), sim):
             value = getattr(sim, name)
-            self.out.append(f".{name}")
+            self.out.append(token)
             if name == "_heap":
                 pending = sorted(value, key=lambda e: (e[0], e[1]))
                 self.walk([(e[0], *e[2:]) for e in pending])
@@ -160,12 +196,23 @@ class _Walker:
                 self.walk(value)
 
 
+_CLASS_TOKENS: dict[type, str] = {}
+
+
+def _class_token(cls: type) -> str:
+    token = _CLASS_TOKENS.get(cls)
+    if token is None:
+        token = _CLASS_TOKENS[cls] = f"obj:{cls.__module__}.{cls.__qualname__}"
+    return token
+
+
 _ATTRS: dict[type, tuple[str, ...]] = {}
+_NAMED: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
 
-def _attributes(cls: type, obj: Any) -> tuple[str, ...]:
-    """An object's attribute names: a compiled class's declared ones, its slots along the MRO,
-    and its ``__dict__`` (in sorted order)."""
+def _attributes(cls: type, obj: Any) -> tuple[tuple[str, str], ...]:
+    """An object's attribute names that count (not :data:`_HISTORY`), each with its token: a
+    compiled class's declared ones, its slots along the MRO, and its ``__dict__``, sorted."""
     names = _ATTRS.get(cls)
     if names is None:
         declared: list[str] = list(getattr(cls, "__mypyc_attrs__", ()))
@@ -176,6 +223,8 @@ def _attributes(cls: type, obj: Any) -> tuple[str, ...]:
             dict.fromkeys(n for n in declared if n not in ("__dict__", "__weakref__"))
         )
     extra = getattr(obj, "__dict__", None)
-    if extra:
-        return tuple(sorted({*names, *extra}))
-    return tuple(sorted(names))
+    key = tuple(sorted({*names, *extra})) if extra else names
+    named = _NAMED.get(key)
+    if named is None:
+        named = _NAMED[key] = tuple((n, f".{n}") for n in sorted(key) if n not in _HISTORY)
+    return named

@@ -161,6 +161,15 @@ for _action in (
         explorer=True,
     ),
     Action(
+        "sync",
+        "the followers fetch, round after round, until a round changes no replica: "
+        "replication with no new records and a healthy network",
+        "`sync`",
+        (Param("partition"),),
+        scalar="partition",
+        explorer=True,
+    ),
+    Action(
         "stop",
         "a clean, controlled shutdown of a broker",
         "`stop: 2`",

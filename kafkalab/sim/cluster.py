@@ -41,6 +41,7 @@ __all__ = ["Cluster", "ReplicaView"]
 
 MODES = ("stepped", "timed")
 MAX_BROKERS = 64
+SYNC_ROUNDS = 20  # Cluster.sync: rounds of fetches at most (replication settles in a few)
 
 
 class Cluster:
@@ -292,6 +293,22 @@ class Cluster:
         fetch may have raised; the wait passes within the step. ``max_wait_ms=0`` asks the
         leader to answer at once instead, with the HW it read before applying this fetch."""
         self._brokers.fetch(follower, response, delay_ms, partition, max_wait_ms)
+
+    def sync(self, partition: int | str | None = None) -> None:
+        """Every running follower of ``partition`` does its next round trip with the leader (as
+        :meth:`fetch` does, answered at once), round after round, until a round changes no
+        replica, at most :data:`SYNC_ROUNDS` rounds. A follower that must find its truncation
+        point asks for it first; a follower's HW catches up one round after its LEO."""
+        tp = self._tp(partition)
+        actors = self.sim.actors
+        for _ in range(SYNC_ROUNDS):
+            before = self.replicas_view(tp)
+            asked = False  # a round that only found a truncation point changes no replica
+            for b in self.followers(tp):
+                asked |= actors[b].partitions[tp].truncating
+                self._brokers.fetch(b, "ok", 0, tp, 0)
+            if not asked and self.replicas_view(tp) == before:
+                return
 
     def crash(self, broker: int | str, *, lose_unflushed: bool = False) -> None:
         """Stop a broker. A process crash keeps the page cache; a power loss
