@@ -166,8 +166,11 @@ class ExploreResult:
             "complete": self.complete,
         }
 
-    def summary(self) -> str:
+    def summary(self, *, timing: bool = True) -> str:
+        """What the search found, in a few lines; ``timing=False`` leaves out the seconds (a
+        lesson's stored output then reads the same on any machine)."""
         b = self.bounds
+        took = f" in {self.seconds:.1f} s" if timing else ""
         where = (
             f"{b.brokers} brokers, at most {_n(b.records, 'record')} and {_n(b.crashes, 'crash')}"
             f" ({', '.join(f'{k}={v}' for k, v in self.settings.items()) or 'defaults'})"
@@ -178,16 +181,14 @@ class ExploreResult:
                 f"{v.invariant} breaks after {len(v.steps)} steps ({where}):",
                 *(f"  {i}. {_step_text(s)}" for i, s in enumerate(v.steps, 1)),
                 f"  {v.message}",
-                f"{self.states} states explored in {self.seconds:.1f} s; no shorter schedule "
-                "breaks an invariant",
+                f"{self.states} states explored{took}; no shorter schedule breaks an invariant",
             ]
             return "\n".join(lines)
         reach = "complete" if self.complete else "cut short by the state limit"
         if self.exhausted:
             reach += ": no new state appears after this depth"
         return (
-            f"no violation up to depth {self.depth} ({where}): {self.states} states in "
-            f"{self.seconds:.1f} s, {reach}"
+            f"no violation up to depth {self.depth} ({where}): {self.states} states{took}, {reach}"
         )
 
 
