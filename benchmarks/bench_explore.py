@@ -14,6 +14,7 @@ states/s against the in-process search measured in the same run (the baseline).
     python benchmarks/bench_explore.py          # a few minutes
     python benchmarks/bench_explore.py --quick  # the fast configs only (seconds)
     python benchmarks/bench_explore.py --spark
+    python benchmarks/bench_explore.py --config "acks=1"  # some configs only (repeatable)
 
 Timings are printed, never asserted.
 """
@@ -47,6 +48,17 @@ CRASHES = CRASH_ACTIONS
 SAFE = EXAMPLES["safe"]
 KIP_101 = EXAMPLES["kip101"]
 
+# The divergence searches of Lesson 6: two records, two crashes, time passing only when it lets
+# the controller act (elect), logs_agree_below_hw only.
+DIVERGE: dict[str, Any] = dict(
+    brokers=2,
+    depth=10,
+    records=2,
+    crashes=2,
+    actions=("produce", "crash", "restart", "flush", "elect"),
+    invariants=["logs_agree_below_hw"],
+)
+
 # name -> (settings, bounds); the quick ones first
 CONFIGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "acks=1": ({"acks": "1"}, dict(brokers=2, depth=4)),
@@ -66,6 +78,18 @@ CONFIGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "0.10 defaults (unclean election on)": (
         {"preset": "0.10", "acks": "all", "min.insync.replicas": 1},
         dict(brokers=2, depth=7, records=1, crashes=2, actions=CRASHES),
+    ),
+    "0.10 as shipped, divergence": (
+        {"preset": "0.10"},
+        dict(DIVERGE, depth=9),
+    ),
+    "0.11 + unclean, divergence (KIP-279)": (
+        {"preset": "0.11", "unclean.leader.election.enable": True},
+        dict(DIVERGE, actions=(*DIVERGE["actions"], "sync")),
+    ),
+    "2.0 + unclean, divergence": (
+        {"preset": "2.0", "unclean.leader.election.enable": True},
+        dict(DIVERGE, actions=(*DIVERGE["actions"], "sync")),
     ),
     "safe, 3 brokers, 1 crash": (SAFE, dict(brokers=3, depth=5, records=1, crashes=1)),
     "safe, 3 brokers, 3 power losses": (
@@ -163,8 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="the fast configs only")
     parser.add_argument("--spark", action="store_true", help="also on Spark local[1], local[2]")
+    parser.add_argument(
+        "--config", action="append", choices=tuple(CONFIGS), help="only this config (repeatable)"
+    )
     args = parser.parse_args(argv)
-    names = QUICK if args.quick else tuple(CONFIGS)
+    names = tuple(args.config) if args.config else QUICK if args.quick else tuple(CONFIGS)
     print(f"bench_explore: {machine()}\n")
     rows = [run(name) for name in names]
     header = ["config", "states", "depth", "seconds", "states/s", "violation", "first cex s"]

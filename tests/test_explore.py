@@ -104,6 +104,39 @@ def test_only_the_named_invariants_are_checked() -> None:
     assert hw_only.violation is None
 
 
+def test_elect_passes_time_only_while_the_controller_counts_a_crashed_broker() -> None:
+    """elect is the session timeout passing while it lets the controller act: a crashed leader
+    or ISR member still counted. Once the controller has acted, or when a partition is left
+    without a leader (its last ISR member stays in its ISR), time does not pass."""
+    from kafkalab.explore import Bounds, enabled_steps
+
+    bounds = Bounds(brokers=2, depth=9, records=2, crashes=2)
+    replayer = Replayer(make_config({"preset": "0.10"}), 2, None)
+    elect = [{"advance": 6000}]
+    cluster = replayer.fresh()
+    assert enabled_steps(cluster, ("elect",), 0, 0, bounds) == []
+    replayer.apply(cluster, {"crash": 1})
+    assert enabled_steps(cluster, ("elect",), 0, 1, bounds) == elect
+    assert enabled_steps(cluster, ("expire", "elect"), 0, 1, bounds) == elect  # one step
+    replayer.apply(cluster, {"advance": 6000})
+    assert cluster.leader == 2 and enabled_steps(cluster, ("elect",), 0, 1, bounds) == []
+    replayer.apply(cluster, {"crash": 2})
+    replayer.apply(cluster, {"advance": 6000})
+    assert cluster.leader is None and enabled_steps(cluster, ("elect",), 0, 2, bounds) == []
+    replayer.apply(cluster, {"restart": 1})  # unclean election on in 0.10: broker 1 leads
+    assert cluster.leader == 1 and enabled_steps(cluster, ("elect", "sync"), 0, 2, bounds) == []
+    replayer.apply(cluster, {"restart": 2})
+    assert enabled_steps(cluster, ("elect", "sync"), 0, 2, bounds) == [{"sync": None}]
+
+
+def test_the_summary_names_the_preset_as_the_config_read_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["explore", "--set", "preset=0.10", "--depth", "1", "--actions", "produce"]
+    assert cli.main(argv) == 0
+    assert "(preset=0.10)" in capsys.readouterr().out
+
+
 # ---- the digest ----------------------------------------------------------------------------
 
 SMALL = ("produce", "fetch", "fetch_lost", "crash", "restart", "flush", "expire")

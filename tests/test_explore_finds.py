@@ -1,39 +1,41 @@
 """What the exhaustive search finds from bare configs alone: the searches that take tens of
-seconds each (a file of their own, so that make test runs them beside the rest)."""
+seconds each (a file of their own, so that make test runs them beside the rest).
+
+Lesson 6 runs KIP-101's loss (with leader epochs on and off) and the divergence searches of 0.11
+and 2.0, and Lesson 7 the acks=1 and unclean-election searches; nbval compares their stored
+outputs, schedules and state counts included, on every make test."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.explore import CRASH_ACTIONS, EXAMPLES, explore
+from kafkalab.explore import EXAMPLES, explore
 
-KIP_101 = EXAMPLES["kip101"]
-CRASHES = CRASH_ACTIONS
 SAFE = EXAMPLES["safe"]
+DIVERGE: dict[str, Any] = dict(
+    brokers=2,
+    records=2,
+    crashes=2,
+    actions=("produce", "crash", "restart", "flush", "elect"),
+    invariants=["logs_agree_below_hw"],
+)
 
 
 def _kinds(steps: list[dict[str, Any]]) -> list[str]:
     return [next(iter(s)) for s in steps]
 
 
-def test_kip_101_loss_is_found_from_the_config_and_leader_epochs_fix_it() -> None:
-    """Without leader epochs a restarted follower truncates to its HW and drops a record the
-    leader already acknowledged; it then becomes leader. Leader epochs close it: the same
-    search, complete to the same depth, finds nothing."""
-    old = explore(KIP_101, brokers=2, depth=7, records=1, crashes=2, actions=CRASHES)
-    v = old.violation
-    assert v is not None and v.invariant == "no_acked_loss"
-    assert len(v.steps) == 7
-    assert {"restart": 2} in v.steps and _kinds(v.steps).count("crash") == 2
-    fixed = explore(
-        {**KIP_101, "leader_epochs": True},
-        brokers=2,
-        depth=7,
-        records=1,
-        crashes=2,
-        actions=CRASHES,
-    )
-    assert fixed.violation is None and fixed.complete
+def test_kafka_0_10_as_shipped_diverges_after_two_process_crashes() -> None:
+    """Unclean election on and no leader epochs (0.10's defaults): broker 2 leads after broker 1
+    crashes and writes r2 where broker 1 holds r1; then broker 2 crashes, broker 1 returns and
+    is elected from outside the ISR, and broker 2, back as a follower, truncates only to its HW
+    and keeps r2. Breadth first, so no schedule of 8 steps or fewer diverges."""
+    found = explore({"preset": "0.10"}, **DIVERGE, depth=9)
+    v = found.violation
+    assert v is not None and v.invariant == "logs_agree_below_hw" and len(v.steps) == 9
+    assert v.report["divergent"] and v.report["unclean_elections"] == 1
+    assert not any(isinstance(s.get("crash"), dict) for s in v.steps)  # no power loss
+    assert found.complete and v.report["logs"] == {"1": ["r1"], "2": ["r2"]}
 
 
 def test_the_safe_config_loses_a_record_only_when_every_replica_loses_power() -> None:

@@ -64,6 +64,8 @@ ACTIONS: dict[str, str] = {
     "restart": "a crashed broker starts again from its disk",
     "flush": "a broker fsyncs its log and writes its HW checkpoint",
     "expire": "the session timeout passes: the controller learns which brokers died",
+    "elect": "the session timeout passes, only while the controller still counts a crashed "
+    "broker as a partition's leader or as a member of the ISR of a led partition",
     "disconnect": "cut a broker from the controller's side (ZooKeeper or KRaft) or from a broker",
     "reconnect": "restore a cut link",
 }
@@ -228,14 +230,28 @@ def enabled_steps(
             steps.extend({"restart": b} for b in brokers if b not in running)
         elif kind == "flush":
             steps.extend({"flush": b} for b in brokers if b in running)
-        elif kind == "expire":
-            steps.append({"advance": session_timeout_ms(cluster.config)})
+        elif kind == "expire" or (kind == "elect" and _counted_alive(cluster, running)):
+            step = {"advance": session_timeout_ms(cluster.config)}
+            if step not in steps:  # both in one alphabet: one step
+                steps.append(step)
         elif kind in ("disconnect", "reconnect"):
             for a, b in _links(cluster):
                 up = cluster.sim.link_up(a, b)
                 if (kind == "disconnect") == up:
                     steps.append({kind: [a, b]})
     return steps
+
+
+def _counted_alive(cluster: Cluster, running: set[int]) -> bool:
+    """Whether the controller still counts a crashed broker as a leader, or as an ISR member of
+    a partition that has a leader (it removes such a broker once it learns of the crash; the
+    last ISR member of a partition left without a leader stays in its ISR)."""
+    for st in cluster.partition_states().values():
+        if st.leader is not None and (
+            st.leader not in running or any(b not in running for b in st.isr)
+        ):
+            return True
+    return False
 
 
 def session_timeout_ms(config: Config) -> int:
