@@ -11,6 +11,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_NOTEBOOK ?= notebooks/01-start-here.ipynb
 LAB_PORT ?= 8888
 PYTEST_ARGS ?=
@@ -65,8 +66,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 # The simulator's core is compiled with mypyc once (kafkalab/core_build.py); an edited source
 # runs as a source until `make compile`, so the two never mix.
-install: $(STAMP)
+install: $(STAMP) $(LAB_OVERRIDES)
 	@$(BIN)/python -m kafkalab.core_build --if-missing
+
+# JupyterLab's settings for this environment: no "get notified about news" prompt and no update
+# check over the first lesson.
+$(LAB_OVERRIDES): tools/lab-overrides.json | $(STAMP)
+	install -D -m 644 $< $@
 
 compile: $(STAMP)
 	$(BIN)/python -m kafkalab.core_build
@@ -76,7 +82,7 @@ pure:
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
-		$(LAB_NOTEBOOK)
+		--LabApp.news_url=None $(LAB_NOTEBOOK)
 
 test: install
 	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \

@@ -25,6 +25,7 @@ import pytest
 from tests.conftest import ROOT
 
 NOTEBOOK = ROOT / "notebooks" / "explorer.ipynb"
+OVERRIDES = ROOT / "tools" / "lab-overrides.json"
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -46,13 +47,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _settings(root: Path) -> None:
-    """No news or update checks: nothing pops up over the notebook."""
-    path = root / "settings" / "@jupyterlab" / "apputils-extension"
-    path.mkdir(parents=True)
-    (path / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
+def _check_overrides() -> None:
+    """make install puts the course's JupyterLab settings (no news prompt, no update check) in
+    this environment, where make lab's JupyterLab reads them: the test runs with those."""
+    installed = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    if not installed.exists() or json.loads(installed.read_text()) != json.loads(
+        OVERRIDES.read_text()
+    ):
+        pytest.fail(f"{installed} is not tools/lab-overrides.json: run make install")
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> None:
@@ -100,7 +102,7 @@ def lab(tmp_path: Path) -> Iterator[str]:
     work = tmp_path / "work"
     work.mkdir()
     shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
-    _settings(tmp_path)
+    _check_overrides()
     env = {
         **os.environ,
         "JUPYTER_PREFER_ENV_PATH": "1",
@@ -172,10 +174,13 @@ def test_cluster_explorer_in_a_real_browser(lab: str, tmp_path: Path) -> None:
             after_png = logs.screenshot()
             page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
             explorer.screenshot(path=str(ARTIFACTS / "explorer-widget.png"))
+            # Nothing popped up over the notebook: JupyterLab's news prompt is a toast.
+            toasts = page.locator(".jp-Notification-Toast-info, .Toastify__toast").all_inner_texts()
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
             raise
         finally:
             browser.close()
+    assert toasts == [], f"a notification popped up over the notebook: {toasts}"
     assert before_png != after_png, "the log drawing did not change after the click"
     assert (ARTIFACTS / "explorer.png").stat().st_size > 10_000
