@@ -6,6 +6,7 @@ through it, watch m2 disappear, rewind, and see m2 again.
 
 from __future__ import annotations
 
+import base64
 import math
 
 import matplotlib
@@ -255,3 +256,27 @@ def test_isr_lag_widget_reruns_when_a_control_changes() -> None:
     e.rule.value = "time+messages"
     assert "0 ISR shrink(s)" not in e.status.value
     assert "Text table of ISR membership" in e.text.value
+
+
+def test_each_explorer_stores_a_still_of_its_view_for_viewers_without_widgets() -> None:
+    """Beside the live widget, each explorer's display holds a PNG of what it shows now (a
+    notebook keeps it, so GitHub and nbviewer show the first view); the trade-off explorer
+    has nothing to show before its first run."""
+
+    def png(widget: object) -> bytes | None:
+        data = widget._repr_mimebundle_()  # type: ignore[attr-defined]
+        data = data[0] if isinstance(data, tuple) else data
+        assert "application/vnd.jupyter.widget-view+json" in data
+        return base64.b64decode(data["image/png"]) if "image/png" in data else None
+
+    explorer = ClusterExplorer("kip101-loss")
+    first = png(explorer)
+    assert first is not None and first.startswith(b"\x89PNG")
+    explorer.next_button.click()
+    assert png(explorer) not in (None, first)  # the still follows the view
+    tradeoffs = TradeoffExplorer()
+    assert png(tradeoffs) is None
+    tradeoffs.seeds.value = 1
+    tradeoffs.run()
+    assert (png(tradeoffs) or b"").startswith(b"\x89PNG")
+    assert (png(IsrLagExplorer()) or b"").startswith(b"\x89PNG")

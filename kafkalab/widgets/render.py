@@ -1,6 +1,9 @@
 """Turn an explorer's state into pictures (SVG bytes) and text, without any widget library.
 
-The widgets show what these functions return; tests and benchmarks call them directly.
+The widgets show what these functions return; tests and benchmarks call them directly. Each
+explorer also has a still picture of its current view (PNG bytes, :func:`render_still` and the
+``format`` of the others): a notebook stores it beside the widget, so a viewer that runs no
+widgets (GitHub, nbviewer) shows the explorer's first view.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "render_explorer",
     "render_figure",
     "render_isr_lag",
+    "render_still",
     "render_tradeoffs",
 ]
 
@@ -65,8 +69,9 @@ class Canvas:
         self.figure = Figure(figsize=(WIDTH_IN, 3.0), layout=None)
         self.ax = self.figure.add_axes((0.1, 0.1, 0.8, 0.8))
 
-    def draw(self, draw: Any, width_in: float, height_in: float) -> bytes:
-        """Call ``draw(ax)`` on a clean Axes of the given size and return the SVG bytes."""
+    def draw(self, draw: Any, width_in: float, height_in: float, format: str = "svg") -> bytes:
+        """Call ``draw(ax)`` on a clean Axes of the given size and return the picture's bytes
+        (``format``: "svg" or "png")."""
         ax = self.ax
         for artist in [*ax.patches, *ax.texts, *ax.lines, *ax.collections, *ax.artists]:
             artist.remove()
@@ -81,7 +86,7 @@ class Canvas:
             )
         )
         draw(ax)
-        return render(self.figure, "svg")
+        return render(self.figure, format)
 
 
 def render_figure(
@@ -90,10 +95,11 @@ def render_figure(
     height_in: float,
     *,
     margins_in: tuple[float, float, float, float] = (0.1, 0.1, 0.6, 0.2),
+    format: str = "svg",
 ) -> bytes:
     """Call ``draw(ax)`` on a fresh figure (no pyplot: nothing accumulates in a notebook) and
-    return the picture as SVG bytes."""
-    return Canvas(margins_in).draw(draw, width_in, height_in)
+    return the picture's bytes (SVG unless ``format="png"``)."""
+    return Canvas(margins_in).draw(draw, width_in, height_in, format)
 
 
 class ExplorerRenderer:
@@ -104,30 +110,55 @@ class ExplorerRenderer:
         self.messages = Canvas((0.05, 0.15, 0.6, 0.05))
 
     def __call__(self, model: ExplorerModel) -> ExplorerPictures:
-        snapshot, previous = model.snapshot(), model.previous_snapshot()
-        events = model.step_events()
-        labels = _step_labels(model, events)
-        logs_svg = self.logs.draw(
-            lambda ax: draw_logs(snapshot, previous=previous, ax=ax, legend=False),
-            WIDTH_IN,
-            1.0 + 0.85 * len(snapshot),
-        )
-        every = message_flow(events, max_rows=MAX_TEXT_ROWS, step_labels=labels)
-        flow = clip_flow(every, MAX_MESSAGE_ROWS)
-        title = f"Messages of {_short(model)}"
-        messages_svg = self.messages.draw(
-            lambda ax: draw_messages(flow, ax=ax, legend=False, title=title),
-            WIDTH_IN,
-            min(9.0, 1.0 + 0.2 * max(flow.rows, 4)),
-        )
+        view = _View(model)
+        logs_svg = self.logs.draw(view.draw_logs, WIDTH_IN, view.logs_height_in)
+        messages_svg = self.messages.draw(view.draw_messages, WIDTH_IN, view.messages_height_in)
         return ExplorerPictures(
             status=model.last.message or model.step_text(),
             logs_svg=logs_svg,
             messages_svg=messages_svg,
             alerts=model.alerts(),
-            logs_text=describe_logs(snapshot, previous=previous),
-            messages_text=describe_messages(every),
+            logs_text=describe_logs(view.snapshot, previous=view.previous),
+            messages_text=describe_messages(view.every),
         )
+
+
+class _View:
+    """What the explorer draws for one position of its timeline."""
+
+    def __init__(self, model: ExplorerModel) -> None:
+        self.snapshot, self.previous = model.snapshot(), model.previous_snapshot()
+        events = model.step_events()
+        self.every = message_flow(
+            events, max_rows=MAX_TEXT_ROWS, step_labels=_step_labels(model, events)
+        )
+        self.flow = clip_flow(self.every, MAX_MESSAGE_ROWS)
+        self.title = f"Messages of {_short(model)}"
+        self.logs_height_in = 1.0 + 0.85 * len(self.snapshot)
+        self.messages_height_in = min(9.0, 1.0 + 0.2 * max(self.flow.rows, 4))
+
+    def draw_logs(self, ax: Any, legend: bool = False) -> None:
+        draw_logs(self.snapshot, previous=self.previous, ax=ax, legend=legend)
+
+    def draw_messages(self, ax: Any, legend: bool = False) -> None:
+        draw_messages(self.flow, ax=ax, legend=legend, title=self.title)
+
+
+def render_still(model: ExplorerModel) -> bytes:
+    """The explorer's current view as one PNG: the logs above the messages of the latest step,
+    each with its legend, for a viewer that runs no widgets."""
+    view = _View(model)
+    fig = Figure(
+        figsize=(WIDTH_IN, view.logs_height_in + view.messages_height_in + 1.2),
+        layout="constrained",
+    )
+    top, bottom = fig.subplots(
+        2, 1, height_ratios=[view.logs_height_in + 0.6, view.messages_height_in + 0.6]
+    )
+    with style():
+        view.draw_logs(top, legend=True)
+        view.draw_messages(bottom, legend=True)
+    return render(fig, "png")
 
 
 def render_explorer(model: ExplorerModel) -> ExplorerPictures:
@@ -155,9 +186,9 @@ def _short(model: ExplorerModel) -> str:
 # ---- the trade-off and ISR lag explorers --------------------------------------------------
 
 
-def render_tradeoffs(results: list[TradeoffResult]) -> bytes:
+def render_tradeoffs(results: list[TradeoffResult], format: str = "svg") -> bytes:
     """Three panels comparing settings: acknowledged-loss rate, unavailability and produce
-    latency percentiles (each bar labelled with its value)."""
+    latency percentiles (each bar labelled with its value); SVG unless ``format="png"``."""
     fig = Figure(figsize=(WIDTH_IN + 1, 3.0), layout=None)
     axes = fig.subplots(1, 3, gridspec_kw={"wspace": 0.45})
     fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=0.24)
@@ -170,7 +201,7 @@ def render_tradeoffs(results: list[TradeoffResult]) -> bytes:
         for ax, (title, values, unit) in zip(axes[:2], panels, strict=True):
             _bars(ax, labels, values, unit, title)
         _latency_bars(axes[2], labels, results)
-    return render(fig, "svg")
+    return render(fig, format)
 
 
 def _bars(ax: Any, labels: list[str], values: list[float], unit: str, title: str) -> None:
@@ -218,11 +249,12 @@ def describe_tradeoffs(results: list[TradeoffResult]) -> str:
     return "\n".join(lines)
 
 
-def render_isr_lag(result: IsrLagResult) -> bytes:
-    """ISR membership and partition health over the run."""
+def render_isr_lag(result: IsrLagResult, format: str = "svg") -> bytes:
+    """ISR membership and partition health over the run; SVG unless ``format="png"``."""
     return render_figure(
         lambda ax: draw_isr(result.cluster, ax=ax, x="time"),
         WIDTH_IN,
         3.6,
         margins_in=(2.7, 0.35, 0.35, 0.5),
+        format=format,
     )

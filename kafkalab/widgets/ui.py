@@ -7,6 +7,7 @@ Each is a thin front end: the logic lives in a plain model (:class:`ExplorerMode
 
 from __future__ import annotations
 
+import base64
 import html
 from typing import Any
 
@@ -23,6 +24,7 @@ from kafkalab.widgets.render import (
     ExplorerRenderer,
     describe_tradeoffs,
     render_isr_lag,
+    render_still,
     render_tradeoffs,
 )
 from kafkalab.widgets.tradeoff import TradeoffModel, TradeoffSettings
@@ -65,12 +67,15 @@ def _text_block(title: str, text: str) -> str:
     )
 
 
-def _bundle(box: w.Widget, text: str, **kwargs: Any) -> Any:
+def _bundle(box: w.Widget, text: str, still: bytes | None = None, **kwargs: Any) -> Any:
     """The widget's display bundle, with a short, stable text form (the default one lists
-    every trait, memory addresses included)."""
+    every trait, memory addresses included) and a still PNG of what it shows now: Jupyter
+    draws the live widget, and a viewer that runs no widgets (GitHub, nbviewer) the still."""
     bundle = box._repr_mimebundle_(**kwargs)
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     data["text/plain"] = text
+    if still is not None:
+        data["image/png"] = base64.b64encode(still).decode("ascii")
     return bundle
 
 
@@ -313,7 +318,8 @@ class ClusterExplorer:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         name = self.model.scenario.name if self.model.scenario else "a fresh cluster"
-        return _bundle(self.box, f"ClusterExplorer({name}, {self.model.step_text()})", **kwargs)
+        text = f"ClusterExplorer({name}, {self.model.step_text()})"
+        return _bundle(self.box, text, render_still(self.model), **kwargs)
 
 
 def _alerts_html(alerts: list[str]) -> str:
@@ -399,7 +405,9 @@ class TradeoffExplorer:
         self.text.value = _text_block("Text table of the comparison", describe_tradeoffs(compared))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return _bundle(self.box, "TradeoffExplorer()", **kwargs)
+        compared = self.model.compared()
+        still = render_tradeoffs(compared, "png") if compared else None
+        return _bundle(self.box, "TradeoffExplorer()", still, **kwargs)
 
 
 class IsrLagExplorer:
@@ -454,7 +462,6 @@ class IsrLagExplorer:
         )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return _bundle(self.box, f"IsrLagExplorer({self.model_summary()})", **kwargs)
-
-    def model_summary(self) -> str:
-        return self.model.run(self.settings()).summary()
+        result = self.model.run(self.settings())
+        text = f"IsrLagExplorer({result.summary()})"
+        return _bundle(self.box, text, render_isr_lag(result, "png"), **kwargs)
