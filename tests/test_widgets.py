@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import math
+from typing import Any
 
 import matplotlib
 import pytest
@@ -256,6 +257,25 @@ def test_isr_lag_widget_reruns_when_a_control_changes() -> None:
     e.rule.value = "time+messages"
     assert "0 ISR shrink(s)" not in e.status.value
     assert "Text table of ISR membership" in e.text.value
+
+
+def test_the_sync_button_replicates_until_nothing_changes() -> None:
+    e = ClusterExplorer(None)
+    e.value.value = "m1"
+    next(b for b in _buttons(e) if b.description == "produce").click()
+    next(b for b in _buttons(e) if b.description == "sync").click()
+    assert e.model.cluster.logs() == {1: ["m1"], 2: ["m1"], 3: ["m1"]}
+    assert e.model.cluster.state()["hw"] == {1: 1, 2: 1, 3: 1}
+    assert e.model.step_text().endswith("sync")
+
+
+def _buttons(explorer: ClusterExplorer) -> list[Any]:
+    found, todo = [], [explorer.box]
+    while todo:
+        widget = todo.pop()
+        found += [widget] if widget.__class__.__name__ == "Button" else []
+        todo += list(getattr(widget, "children", ()))
+    return found
 
 
 def test_each_explorer_stores_a_still_of_its_view_for_viewers_without_widgets() -> None:

@@ -213,6 +213,9 @@ class ExplorerModel:
     def fetch(self, follower: int, *, response: str = "ok") -> StepOutcome:
         return self.do("fetch", follower=follower, response=response)
 
+    def sync(self) -> StepOutcome:
+        return self.do("sync")
+
     def crash(self, broker: int, *, lose_unflushed: bool = False) -> StepOutcome:
         return self.do("crash", broker=broker, lose_unflushed=lose_unflushed)
 

@@ -185,6 +185,7 @@ class ClusterExplorer:
         buttons = [
             ("produce", "append a record at the leader", self._produce),
             ("fetch", "this follower fetches once", lambda: self.model.fetch(b.value)),
+            ("sync", "the followers fetch until nothing changes", lambda: self.model.sync()),
             (
                 "crash",
                 "the broker stops; its page cache survives",
@@ -220,7 +221,7 @@ class ClusterExplorer:
             made[label].on_click(lambda _, act=action: self._run(act))
         return w.VBox(
             [
-                w.HBox([self.value, self.acks, made["produce"]]),
+                w.HBox([self.value, self.acks, made["produce"], made["sync"]]),
                 w.HBox(
                     [
                         self.broker,
