@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import ROOT
 
 NOTEBOOK = ROOT / "notebooks" / "explorer.ipynb"
-OVERRIDES = ROOT / "tools" / "lab-overrides.json"
+OVERRIDES = ROOT / "kafkalab" / "lab-overrides.json"
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -54,7 +54,7 @@ def _check_overrides() -> None:
     if not installed.exists() or json.loads(installed.read_text()) != json.loads(
         OVERRIDES.read_text()
     ):
-        pytest.fail(f"{installed} is not tools/lab-overrides.json: run make install")
+        pytest.fail(f"{installed} is not kafkalab/lab-overrides.json: run make install")
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> None:

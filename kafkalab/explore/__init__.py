@@ -3,12 +3,12 @@
 Given a configuration, :func:`explore` tries every sequence of actions from an alphabet
 (:data:`ACTIONS`: produce the next record, a follower's fetch answered or with its answer lost,
 every follower fetching until replication settles, a crash keeping the page cache or losing it,
-restart, flush, the session timeout passing, and optionally network cuts) on a stepped
-:class:`~kafkalab.Cluster`, and checks the named invariants (:data:`kafkalab.INVARIANTS`) after
-every step. Schedules are tried shortest first, so the first one that breaks an invariant is a
-shortest one within the alphabet and the bounds; it is replayed from scratch as a scenario to
-confirm it. When nothing breaks, the result says
-how many distinct states were explored and whether the search was complete to its depth.
+restart, flush, the session timeout passing (at any step, or only while it lets the controller
+act), and optionally network cuts) on a stepped :class:`~kafkalab.Cluster`, and checks the
+named invariants (:data:`kafkalab.INVARIANTS`) after every step. Schedules are tried shortest
+first, so the first one that breaks an invariant is a shortest one within the alphabet and the
+bounds; it is replayed from scratch as a scenario to confirm it. When nothing breaks, the result
+says how many distinct states were explored and whether the search was complete to its depth.
 
 Two schedules that lead to the same state share one future, so each distinct state is expanded
 once (:func:`state_digest`). Record values are named in the order they are produced (r1, r2,
