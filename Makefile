@@ -85,7 +85,7 @@ lab: install
 		--LabApp.news_url=None $(LAB_NOTEBOOK)
 
 test: install
-	$(BIN)/python -m pytest notebooks solutions tests --nbval --nbval-kernel-name python3 \
+	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
 		--nbval-sanitize-with $(CURDIR)/tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" \
 		-n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
 

@@ -259,6 +259,9 @@ def test_isr_drawing_shows_membership_and_health() -> None:
     ]
     hatched = [p for c in ax.collections for p in [c] if c.get_hatch()]
     assert hatched, "the leader's ISR bar is hatched"
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["leader", "follower"]
+    assert [h.get_hatch() for h in legend.legend_handles] == ["//", None]
     ax = draw_offsets(KIP101[0], ax=_axes())
     assert "broker 1 HW" in [t.get_text() for t in ax.get_legend().get_texts()]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from kafkalab.sim.trace import Event
@@ -189,8 +190,9 @@ def draw_offsets(
 def draw_isr(
     source: Any, *, ax: Any = None, tp: str = "demo-0", x: str = "auto", title: str | None = None
 ) -> Any:
-    """ISR membership of each replica (a bar while it is in the ISR, labelled), with the ISR
-    size, UnderReplicatedPartitions and OfflinePartitionsCount below. Returns the Axes."""
+    """ISR membership of each replica (a bar while it is in the ISR, hatched while it leads,
+    with a legend), with the ISR size, UnderReplicatedPartitions and OfflinePartitionsCount
+    below. Returns the Axes."""
     kind, samples = replication_series(source, tp=tp, x=x)
     brokers = _brokers(samples)
     with style():
@@ -233,7 +235,22 @@ def draw_isr(
         ax.set_xlim(xs[0], end)
         ax.set_xlabel(_x_label(kind))
         ax.grid(True, axis="x", color="#dddddd", linewidth=0.6)
-        ax.set_title(title or "ISR membership (hatched: leader) and partition health", loc="left")
+        ax.set_title(title or "ISR membership and partition health", loc="left")
+        green = OKABE_ITO["bluish_green"]
+        ax.legend(
+            handles=[
+                Patch(facecolor=green, edgecolor=INK, hatch="//", label="leader"),
+                Patch(facecolor=green, edgecolor=INK, label="follower"),
+            ],
+            title=None,
+            loc="lower right",
+            bbox_to_anchor=(1.0, 1.0),
+            ncols=2,
+            frameon=False,
+            fontsize=8,
+            borderaxespad=0.2,
+            handlelength=1.5,
+        )
     return ax
 
 
