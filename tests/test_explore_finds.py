@@ -50,3 +50,37 @@ def test_the_safe_config_loses_a_record_only_when_every_replica_loses_power() ->
     assert all(s["crash"]["lose_unflushed"] for s in v.steps if "crash" in s)
     two = explore(SAFE, brokers=3, depth=8, records=1, crashes=2, actions=alphabet)
     assert two.violation is None and two.complete
+
+
+def test_the_0_11_divergence_needs_kip_279_and_kafka_7415_together() -> None:
+    """The 10-step schedule Lesson 6's search finds for 0.11 with unclean election: broker 1,
+    elected uncleanly with r1 from epoch 0, has recorded no epoch 2 (before KAFKA-7415) and
+    answers "undefined" for epoch 1, so broker 2 keeps r2. KIP-279 alone (an answer naming its
+    epoch) or KAFKA-7415 alone (the new leader records its epoch at once) leaves the logs
+    divergent; both together, as in 2.0.1 and 2.1, truncate r2."""
+    from kafkalab.config import make_config
+    from kafkalab.explore import Replayer
+
+    steps = [
+        {"produce": "r1"},
+        {"crash": 1},
+        {"advance": 6000},
+        {"produce": "r2"},
+        {"restart": 1},
+        {"flush": 2},
+        {"crash": 2},
+        {"advance": 6000},
+        {"restart": 2},
+        {"sync": None},
+    ]
+    base = {"preset": "0.11", "unclean.leader.election.enable": True}
+    for fixes, agree in (
+        ({}, False),
+        ({"kip279": True}, False),
+        ({"leader_epoch_on_election": True}, False),
+        ({"kip279": True, "leader_epoch_on_election": True}, True),
+    ):
+        cluster = Replayer(make_config({**base, **fixes}), 2, None).build(steps)
+        broken = cluster.monitor.first_violation(["logs_agree_below_hw"])
+        assert (broken is None) == agree, fixes
+        assert cluster.logs() == ({1: ["r1"], 2: ["r1"]} if agree else {1: ["r1"], 2: ["r2"]})

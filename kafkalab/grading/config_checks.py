@@ -17,6 +17,7 @@ __all__ = [
     "LEADER_REPLACED",
     "check_durability_target",
     "check_lag_time_target",
+    "learner_settings",
     "replaced_schedule",
     "schedule",
 ]
@@ -62,13 +63,25 @@ def replaced_schedule(seed: int) -> list[Fault]:
     return _shifted(LEADER_REPLACED, seed)
 
 
+def learner_settings(config: Any) -> dict[str, Any]:
+    """A learner's Kafka settings, checked: a dict, every value filled in, and a config the
+    simulator accepts; else :class:`Feedback` saying which."""
+    if config is None or config is Ellipsis or not isinstance(config, Mapping):
+        raise Feedback(f"config must be a dict of Kafka settings: {ELLIPSIS_HINT}")
+    unanswered = [str(key) for key, value in config.items() if value is Ellipsis]
+    if unanswered:
+        raise Feedback(f"no value for {', '.join(unanswered)}: {ELLIPSIS_HINT}")
+    try:
+        make_config(dict(config))
+    except KafkalabError as err:
+        raise Feedback(f"your config is not allowed: {err}") from None
+    return dict(config)
+
+
 def _runs(
     config: Mapping[str, Any], runs: int, faults: Callable[[int], list[Fault]]
 ) -> list[RunResult]:
-    try:
-        cfg = make_config(dict(config))
-    except KafkalabError as err:
-        raise Feedback(f"your config is not allowed: {err}") from None
+    cfg = make_config(dict(config))
     return [
         simulate(
             cfg,
@@ -99,11 +112,7 @@ def check_durability_target(
     a follower still in the ISR replaces it, and what the old leader alone held (an ``acks=1``
     write the followers had not copied) is truncated when it returns. Returns the runs of the
     first failure."""
-    if config is None or config is Ellipsis or not isinstance(config, Mapping):
-        raise Feedback(f"config must be a dict of Kafka settings: {ELLIPSIS_HINT}")
-    unanswered = [key for key, value in config.items() if value is Ellipsis]
-    if unanswered:
-        raise Feedback(f"no value for {', '.join(unanswered)}: {ELLIPSIS_HINT}")
+    config = learner_settings(config)
     with time_limit(seconds, "the simulations"):
         results = _runs(config, runs, schedule)
         replaced = _runs(config, runs, replaced_schedule)

@@ -11,13 +11,13 @@ schedule of the search's alphabet, no longer than its depth.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafkalab.config import make_config
-from kafkalab.errors import KafkalabError
 from kafkalab.explore import Bounds, ExploreResult, Replayer, enabled_steps, explore
 from kafkalab.grading.checks import ELLIPSIS_HINT, Feedback, time_limit
+from kafkalab.grading.config_checks import learner_settings
 from kafkalab.sim.cluster import Cluster
 
 __all__ = ["ACTIONS", "BOUNDS", "Counterexample", "check_counterexample", "check_unbreakable"]
@@ -29,36 +29,14 @@ BOUNDS = Bounds(brokers=2, depth=6, records=1, crashes=1)
 INVARIANT = "no_acked_loss"
 
 
-def _settings(settings: Any) -> dict[str, Any]:
-    if settings is None or settings is Ellipsis or not isinstance(settings, Mapping):
-        raise Feedback(f"the config must be a dict of Kafka settings: {ELLIPSIS_HINT}")
-    unanswered = [str(key) for key, value in settings.items() if value is Ellipsis]
-    if unanswered:
-        raise Feedback(f"no value for {', '.join(unanswered)}: {ELLIPSIS_HINT}")
-    try:
-        make_config(dict(settings))
-    except KafkalabError as err:
-        raise Feedback(f"the config {dict(settings)!r} is not allowed: {err}") from None
-    return dict(settings)
-
-
 def _search(settings: dict[str, Any]) -> ExploreResult:
-    b = BOUNDS
-    return explore(
-        settings,
-        brokers=b.brokers,
-        depth=b.depth,
-        records=b.records,
-        crashes=b.crashes,
-        actions=ACTIONS,
-        invariants=[INVARIANT],
-    )
+    return explore(settings, **asdict(BOUNDS), actions=ACTIONS, invariants=[INVARIANT])
 
 
 def check_unbreakable(settings: Any, *, seconds: float = 60.0) -> ExploreResult:
     """Pass when the search finds no lost acknowledged record with ``settings`` within
     :data:`BOUNDS`; else say the schedule it found."""
-    config = _settings(settings)
+    config = learner_settings(settings)
     with time_limit(seconds, "the search"):
         result = _search(config)
     v = result.violation
@@ -144,7 +122,7 @@ def check_counterexample(
     one the search would try, and the schedule ends with an acknowledged record lost. With
     ``acked_at`` or ``lost_at``, also check the learner's reading of it: the step after which
     the record is first acknowledged, and the one after which it is lost."""
-    config = _settings(settings)
+    config = learner_settings(settings)
     found = _replay(config, steps, label)
     for name, given, actual in (
         ("acked_at", acked_at, found.acked_at),
