@@ -53,6 +53,7 @@ CORE = (
     "check/invariants.py",
     "check/monitor.py",
     "check/logs.py",
+    "check/report.py",
 )
 GROUP = "kafkalab._core"  # the shared runtime: kafkalab/_core__mypyc.<suffix>
 MANIFEST = PACKAGE / MANIFEST_NAME

@@ -185,6 +185,10 @@ def test_a_sample_draws_distinct_configs_from_its_seed() -> None:
         ({"configs": {"base": {"acks": 7}}}, "configs.base.acks: acks=7"),
         ({"configs": {"base": {"acks": "1"}, "grid": {}, "sample": {}}}, "both grid and sample"),
         ({"configs": {"base": {"no_such_key": 1}}}, "no_such_key"),
+        ({"tables": ["events"]}, "tables=['events'] is not allowed: use [trials, events]"),
+        ({"tables": ["trials", "event"]}, "tables[1]='event' is not allowed (did you mean"),
+        ({"tables": "trials"}, "tables='trials' is not allowed"),
+        ({"tables": ["trials", "trials"]}, "tables=['trials', 'trials'] is not allowed"),
     ],
 )
 def test_an_invalid_spec_names_the_bad_field(change: dict, message: str) -> None:
@@ -194,7 +198,7 @@ def test_an_invalid_spec_names_the_bad_field(change: dict, message: str) -> None
 
 
 def test_a_spec_file_or_name_that_does_not_exist_is_named(tmp_path: Path) -> None:
-    with pytest.raises(CampaignError, match="shipped specs are large, small, tiny"):
+    with pytest.raises(CampaignError, match="shipped specs are census, large, small, tiny"):
         load_spec("smal")
     with pytest.raises(CampaignError, match="no such file"):
         load_spec(str(tmp_path / "x.yaml"))
@@ -207,8 +211,15 @@ def test_a_spec_file_or_name_that_does_not_exist_is_named(tmp_path: Path) -> Non
 def test_the_spec_hash_follows_every_setting() -> None:
     base = parse_spec(TINY)
     assert parse_spec(dict(TINY)).spec_hash() == base.spec_hash()
-    for change in ({"seeds": 5}, {"trial": {"duration_ms": 4001}}, {"description": "x"}):
+    for change in (
+        {"seeds": 5},
+        {"trial": {"duration_ms": 4001}},
+        {"description": "x"},
+        {"tables": ["trials"]},
+    ):
         assert parse_spec({**TINY, **change}).spec_hash() != base.spec_hash()
+    # Both tables is the default, and the hash of a spec that does not name it.
+    assert parse_spec({**TINY, "tables": ["events", "trials"]}).spec_hash() == base.spec_hash()
 
 
 # ---- trials -----------------------------------------------------------------------------------
@@ -298,7 +309,7 @@ def test_a_trial_that_fails_says_how_to_replay_it(monkeypatch: pytest.MonkeyPatc
 
     spec = parse_spec(TINY)
 
-    def broken(trial: object) -> None:
+    def broken(trial: object, *, events: bool = True) -> None:
         raise KeyError("boom")
 
     monkeypatch.setattr(dataset, "run_trial", broken)
@@ -346,6 +357,28 @@ def test_a_campaign_folder_holds_both_tables_and_a_manifest(reference: Path) -> 
         f"trials/part-0000{i}.parquet" for i in range(4)
     ]
     assert not [n for n in names if "tmp" in n]
+
+
+def test_a_trials_only_campaign_writes_the_same_trials_and_no_events(
+    reference: Path, tmp_path: Path
+) -> None:
+    spec, out = parse_spec({**TINY, "tables": ["trials"]}), tmp_path / "trials-only"
+    summary = generate(spec, out)
+    assert (summary.trials, summary.events) == (8, 0)
+    assert verify(out) == []
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest["rows"] == {"trials": 8}
+    assert manifest["spec"]["tables"] == ["trials"]
+    files, full = _files(out), _files(reference)
+    assert not (out / "events").exists()
+    assert {n: h for n, h in files.items() if n.startswith("trials/")} == {
+        n: h for n, h in full.items() if n.startswith("trials/")
+    }
+    again = generate(spec, out)  # resumes like any campaign: nothing left to write
+    assert (again.written, again.skipped) == (0, 4)
+    (out / "trials" / "part-00001.parquet").unlink()
+    assert verify(out) == [f"{out / 'trials' / 'part-00001.parquet'} is missing"]
+    assert generate(spec, out).written == 1 and verify(out) == []
 
 
 def test_the_same_spec_gives_byte_identical_files(reference: Path, tmp_path: Path) -> None:
@@ -471,7 +504,7 @@ def _writer() -> str:
 def test_campaign_list_validate_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["campaign", "list"]) == 0
     out = capsys.readouterr().out
-    assert {line.split()[0] for line in out.splitlines()} == {"large", "small", "tiny"}
+    assert {line.split()[0] for line in out.splitlines()} == {"census", "large", "small", "tiny"}
     assert main(["campaign", "validate", "small"]) == 0
     out = capsys.readouterr().out
     assert "12 config(s) x 32 seed(s) = 384 trials in 24 part(s)" in out
@@ -540,3 +573,24 @@ def test_java_is_found_where_debian_puts_it(
     monkeypatch.setattr(session, "JAVA_17", tmp_path / "none")
     monkeypatch.setenv("PATH", str(tmp_path))
     assert session.find_java_home() is None
+
+
+def test_a_trial_without_its_events_has_the_same_row() -> None:
+    """A campaign that writes the trials table alone (``tables: [trials]``) skips building the
+    events rows; the trial's row (latencies and event count included) must not change."""
+    spec = parse_spec(TINY)
+    for config_id, seed in ((0, 0), (1, 2), (len(spec.configs) - 1, spec.seeds - 1)):
+        trial = draw_trial(spec, config_id, seed)
+        full, alone = run_trial(trial), run_trial(trial, events=False)
+        assert alone.events == {}
+        assert alone.trial == full.trial
+        assert full.trial["events"] == len(full.events["seq"])
+        latencies = sorted(
+            lat
+            for kind, err, lat in zip(
+                full.events["kind"], full.events["error"], full.events["latency_ms"], strict=True
+            )
+            if kind == "produce_result" and err == "NONE" and lat is not None
+        )
+        assert full.trial["latency_max_ms"] == (latencies[-1] if latencies else None)
+        assert full.trial["latency_p50_ms"] == percentile(latencies, 0.5)

@@ -188,7 +188,8 @@ def test_no_acked_loss_holds_while_the_leader_has_every_acknowledged_record() ->
     inv.observe(acked("m1", "m2"))
     inv.observe(acked("m3", base_offset=2, error="NOT_ENOUGH_REPLICAS"))  # not acknowledged
     assert inv.verify() is None
-    assert inv.acked == {"m1": (TP, 0), "m2": (TP, 1)}
+    assert inv.acked == {"m1": TP, "m2": TP}
+    assert inv.acked_at == {"m1": 0, "m2": 1}
 
 
 def test_no_acked_loss_names_what_a_new_leader_lacks() -> None:

@@ -2,7 +2,7 @@
 
     OUT/_campaign.json              the manifest: spec, spec hash, schema version, every part
     OUT/trials/part-00000.parquet   one file per unit (a block of seeds of one config)
-    OUT/events/part-00000.parquet
+    OUT/events/part-00000.parquet   (unless the spec says ``tables: [trials]``)
     OUT/_units/part-00000.json      written last: the unit is complete
 
 Each file is written under a hidden temporary name and renamed into place once complete, so a
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.campaign.schema import EVENTS, SCHEMA_VERSION, TRIALS, Column, arrow_schema
-from kafkalab.campaign.spec import CampaignError, CampaignSpec, Unit
+from kafkalab.campaign.spec import ALL_TABLES, CampaignError, CampaignSpec, Unit
 from kafkalab.campaign.trial import draw_trial, run_trial
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "check_out",
     "content_digest",
     "generate",
+    "manifest_tables",
     "read_manifest",
     "run_unit",
     "verify",
@@ -54,7 +55,8 @@ MapUnits = Callable[[CampaignSpec, Sequence[Unit]], Iterable["UnitOutput"]]
 
 @dataclass(frozen=True)
 class UnitOutput:
-    """One unit's two Parquet files (as bytes) and what they hold."""
+    """One unit's Parquet files (as bytes), one per table the spec writes, and what they
+    hold."""
 
     unit: Unit
     files: dict[str, bytes]  # table name -> Parquet bytes
@@ -98,14 +100,15 @@ class Summary:
 
 
 def run_unit(spec: CampaignSpec, unit: Unit) -> UnitOutput:
-    """Run every trial of a unit and encode both tables as Parquet (a plain function: Spark
+    """Run every trial of a unit and encode its tables as Parquet (a plain function: Spark
     maps it over units, and so does the in-process runner)."""
     trials: dict[str, list[Any]] = {c.name: [] for c in TRIALS}
     events: dict[str, list[Any]] = {c.name: [] for c in EVENTS}
+    with_events = "events" in spec.tables
     for seed in range(unit.seed_start, unit.seed_start + unit.seeds):
         trial = draw_trial(spec, unit.config_id, seed)
         try:
-            rows = run_trial(trial)
+            rows = run_trial(trial, events=with_events)
         except Exception as err:  # a simulator bug: say which trial, and how to replay it
             raise RuntimeError(
                 f"campaign {spec.name}: trial {trial.trial_id} (config {trial.config_id}, "
@@ -113,14 +116,15 @@ def run_unit(spec: CampaignSpec, unit: Unit) -> UnitOutput:
             ) from err
         for name, value in rows.trial.items():
             trials[name].append(value)
-        for name, values in rows.events.items():
-            events[name].extend(values)
+        if with_events:
+            for name, values in rows.events.items():
+                events[name].extend(values)
     columns = {"trials": trials, "events": events}
     return UnitOutput(
         unit=unit,
-        files={t: _parquet(columns[t], TABLES[t]) for t in TABLES},
-        rows={t: len(columns[t]["trial_id"]) for t in TABLES},
-        digests={t: content_digest(columns[t], TABLES[t]) for t in TABLES},
+        files={t: _parquet(columns[t], TABLES[t]) for t in spec.tables},
+        rows={t: len(columns[t]["trial_id"]) for t in spec.tables},
+        digests={t: content_digest(columns[t], TABLES[t]) for t in spec.tables},
     )
 
 
@@ -168,7 +172,7 @@ def generate(
     started = time.perf_counter()
     folder = _prepare(spec, Path(out), overwrite)
     units = spec.units()
-    done = {u.index for u in units if _complete(folder, u)}
+    done = {u.index for u in units if _complete(folder, u, spec.tables)}
     pending = [u for u in units if u.index not in done]
     if on_start is not None:
         on_start(sum(u.seeds for u in pending), sum(u.seeds for u in units if u.index in done))
@@ -182,6 +186,13 @@ def generate(
     summary.written, summary.skipped = written, len(done)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def manifest_tables(manifest: dict[str, Any]) -> tuple[str, ...]:
+    """The tables a campaign folder holds, as its manifest's spec names them."""
+    spec = manifest.get("spec")
+    named = spec.get("tables", ALL_TABLES) if isinstance(spec, dict) else ALL_TABLES
+    return tuple(t for t in ALL_TABLES if t in named)
 
 
 def read_manifest(out: str | Path) -> dict[str, Any] | None:
@@ -224,7 +235,7 @@ def _prepare(spec: CampaignSpec, out: Path, overwrite: bool) -> Path:
     same = check_out(spec, out, overwrite=overwrite)
     if not same and read_manifest(out) is not None:
         _clear(out)
-    for sub in (*TABLES, UNITS_DIR):
+    for sub in (*spec.tables, UNITS_DIR):
         (out / sub).mkdir(parents=True, exist_ok=True)
         for stale in (out / sub).glob(".*.tmp"):
             stale.unlink()
@@ -241,14 +252,15 @@ def _clear(out: Path) -> None:
     (out / MANIFEST).unlink(missing_ok=True)
 
 
-def _complete(out: Path, unit: Unit) -> bool:
+def _complete(out: Path, unit: Unit, tables: tuple[str, ...]) -> bool:
     return (out / UNITS_DIR / f"{unit.name}.json").is_file() and all(
-        (out / t / f"{unit.name}.parquet").is_file() for t in TABLES
+        (out / t / f"{unit.name}.parquet").is_file() for t in tables
     )
 
 
 def _commit(out: Path, output: UnitOutput) -> None:
-    """Both files first, then the unit's record: the record says the unit is complete."""
+    """The table files first, then the unit's record: the record says the unit is
+    complete."""
     name = output.unit.name
     record: dict[str, Any] = {**asdict(output.unit), "name": name}
     for table, data in output.files.items():
@@ -273,8 +285,8 @@ def _finish(spec: CampaignSpec, out: Path, units: list[Unit]) -> Summary:
         written=0,
         skipped=0,
         trials=sum(p["trials"]["rows"] for p in parts),
-        events=sum(p["events"]["rows"] for p in parts),
-        bytes=sum(p[t]["bytes"] for p in parts for t in TABLES),
+        events=sum(p["events"]["rows"] for p in parts if "events" in p),
+        bytes=sum(p[t]["bytes"] for p in parts for t in spec.tables),
     )
 
 
@@ -291,7 +303,7 @@ def _manifest(spec: CampaignSpec, parts: list[dict[str, Any]] | None) -> dict[st
         "complete": parts is not None,
     }
     if parts is not None:
-        out["rows"] = {t: sum(p[t]["rows"] for p in parts) for t in TABLES}
+        out["rows"] = {t: sum(p[t]["rows"] for p in parts) for t in spec.tables}
         out["parts"] = parts
     return out
 
@@ -325,8 +337,9 @@ def verify(out: str | Path, *, digests: bool = True) -> list[str]:
     if manifest is None or not manifest.get("complete"):
         return [f"{out} holds no complete campaign"]
     problems = []
+    tables = manifest_tables(manifest)
     for part in manifest["parts"]:
-        for table in TABLES:
+        for table in tables:
             path = out / table / f"{part['name']}.parquet"
             if not path.is_file():
                 problems.append(f"{path} is missing")

@@ -6,6 +6,8 @@ A spec is a YAML file (like the scenario files) or a mapping::
     description: How often does each setting lose acknowledged data?
     seeds: 200                    # seeds 0..199; or {start: 1000, count: 200}
     seeds_per_partition: 25       # trials per output file (the unit of resume)
+    tables: [trials, events]      # the default; [trials] skips the events table (one row per
+                                  # trial only: for campaigns of tens of thousands of trials)
     trial: {brokers: 3, duration_ms: 30000, settle_ms: 30000, interval_ms: 20, batch: 1}
     faults:
       kinds: [crash, power_loss, disconnect, partition, slow, zk_isolation, burst, bursty,
@@ -45,7 +47,17 @@ from kafkalab.sim.timed import FAULT_KINDS
 
 __all__ = ["CampaignError", "CampaignSpec", "Unit", "catalog", "load_spec", "parse_spec"]
 
-TOP_KEYS = ("name", "description", "seeds", "seeds_per_partition", "trial", "faults", "configs")
+TOP_KEYS = (
+    "name",
+    "description",
+    "seeds",
+    "seeds_per_partition",
+    "tables",
+    "trial",
+    "faults",
+    "configs",
+)
+ALL_TABLES = ("trials", "events")  # what a campaign can write, in the order it writes them
 TRIAL_KEYS = ("brokers", "duration_ms", "settle_ms", "interval_ms", "batch", "latency_ms")
 FAULT_KEYS = ("kinds", "swarm", "mean_interval_ms", "max_down_ms", "burst_records")
 CONFIG_KEYS = ("base", "grid", "sample")
@@ -95,6 +107,7 @@ class CampaignSpec:
     base: dict[str, Any]
     varied: tuple[str, ...]  # the keys the configs vary, as written in the spec
     configs: tuple[dict[str, Any], ...]  # each: base plus that config's varied settings
+    tables: tuple[str, ...] = ALL_TABLES  # the tables it writes: both, or trials alone
 
     @property
     def trials(self) -> int:
@@ -138,6 +151,9 @@ class CampaignSpec:
             },
             "configs": [dict(c) for c in self.configs],
             "varied": list(self.varied),
+            # Named only when it is not the default, so the hash of a campaign written before
+            # the option existed (both tables) is what it was.
+            **({"tables": list(self.tables)} if self.tables != ALL_TABLES else {}),
         }
 
     def spec_hash(self) -> str:
@@ -195,6 +211,7 @@ def parse_spec(data: Any) -> CampaignSpec:
             f"campaign spec: seeds_per_partition={per_unit} is not allowed: use 1.."
             f"{MAX_SEEDS_PER_PARTITION}"
         )
+    tables = _tables(top.get("tables", list(ALL_TABLES)))
     trial = _trial(_mapping(top.get("trial", {}), "trial", TRIAL_KEYS))
     faults = _faults(_mapping(top.get("faults", {}), "faults", FAULT_KEYS))
     base, varied, configs = _configs(
@@ -211,6 +228,7 @@ def parse_spec(data: Any) -> CampaignSpec:
         base=base,
         varied=varied,
         configs=configs,
+        tables=tables,
     )
 
 
@@ -263,6 +281,21 @@ def _seeds(value: Any) -> tuple[int, int]:
         start = _int(seeds.get("start", 0), "seeds.start", 0)
         return start, _int(seeds.get("count"), "seeds.count", 1)
     return 0, _int(value, "seeds", 1)
+
+
+def _tables(value: Any) -> tuple[str, ...]:
+    allowed = "[trials, events] (the default) or [trials]"
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise CampaignError(f"campaign spec: tables={value!r} is not allowed: use {allowed}")
+    for i, table in enumerate(value):
+        if table not in ALL_TABLES:
+            raise CampaignError(
+                f"campaign spec: tables[{i}]={table!r} is not allowed"
+                f"{did_you_mean(table, ALL_TABLES)}: use {allowed}"
+            )
+    if "trials" not in value or len(set(value)) != len(value):
+        raise CampaignError(f"campaign spec: tables={value!r} is not allowed: use {allowed}")
+    return tuple(t for t in ALL_TABLES if t in value)
 
 
 def _trial(t: dict[str, Any]) -> dict[str, Any]:

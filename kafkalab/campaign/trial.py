@@ -18,6 +18,7 @@ from kafkalab.campaign.schema import EVENTS, EXCLUDED_KINDS
 from kafkalab.campaign.spec import CampaignSpec
 from kafkalab.config import Config, make_config
 from kafkalab.sim.cluster import CONTROLLER_NODES, Cluster
+from kafkalab.sim.engine import collector_paused
 from kafkalab.sim.timed import RunResult, Workload, random_faults, simulate
 from kafkalab.sim.trace import Event
 
@@ -94,8 +95,9 @@ def draw_trial(spec: CampaignSpec, config_id: int, seed: int) -> Trial:
     )
 
 
-def run_trial(trial: Trial) -> TrialRows:
-    """Run one trial and read its trace into rows."""
+def run_trial(trial: Trial, *, events: bool = True) -> TrialRows:
+    """Run one trial and read its trace into rows (``events=False``: its ``trials`` row alone,
+    the same row, for a campaign that writes no ``events`` table)."""
     cfg = make_config(trial.settings)
     controllers = CONTROLLER_NODES if cfg.controller_mode == "kraft" else ()
     faults = random_faults(
@@ -108,20 +110,22 @@ def run_trial(trial: Trial) -> TrialRows:
         controllers=controllers,
         burst_records=trial.burst_records,
     )
-    result, cluster = simulate(
-        cfg,
-        seed=trial.seed,
-        brokers=trial.brokers,
-        duration_ms=trial.duration_ms,
-        settle_ms=trial.settle_ms,
-        workload=Workload(interval_ms=trial.interval_ms, batch=trial.batch),
-        faults=faults,
-        latency_ms=trial.latency_ms,
-        keep_cluster=True,
-    )
-    events = event_columns(cluster.trace, trial.trial_id)
-    row = _trial_row(trial, cfg, result, cluster, events)
-    return TrialRows(row, events)
+    with collector_paused():  # the rows too: as many objects as the run
+        result, cluster = simulate(
+            cfg,
+            seed=trial.seed,
+            brokers=trial.brokers,
+            duration_ms=trial.duration_ms,
+            settle_ms=trial.settle_ms,
+            workload=Workload(interval_ms=trial.interval_ms, batch=trial.batch),
+            faults=faults,
+            latency_ms=trial.latency_ms,
+            keep_cluster=True,
+        )
+        columns = event_columns(cluster.trace, trial.trial_id) if events else {}
+        row = _trial_row(trial, cfg, result, cluster)
+        cluster.release()
+    return TrialRows(row, columns)
 
 
 # ---- the events table -------------------------------------------------------------------------
@@ -222,16 +226,9 @@ def _reason(kind: str, d: dict[str, Any]) -> str | None:
 # ---- the trials table -------------------------------------------------------------------------
 
 
-def _trial_row(
-    trial: Trial, cfg: Config, result: RunResult, cluster: Cluster, events: dict[str, list[Any]]
-) -> dict[str, Any]:
+def _trial_row(trial: Trial, cfg: Config, result: RunResult, cluster: Cluster) -> dict[str, Any]:
     elections, offline_ms = _leadership(cluster, trial.duration_ms + trial.settle_ms)
-    rows = zip(events["kind"], events["error"], events["latency_ms"], strict=True)
-    latencies = sorted(
-        lat
-        for kind, err, lat in rows
-        if kind == "produce_result" and err == "NONE" and lat is not None
-    )
+    latencies = _latencies(cluster.trace)
     bursts = [f for f in result.schedule if f.action == "burst"]
     return {
         "trial_id": trial.trial_id,
@@ -283,9 +280,25 @@ def _trial_row(
         "latency_max_ms": latencies[-1] if latencies else None,
         "final_leader": result.leader,
         "safe": result.safe,
-        "events": len(events["seq"]),
+        "events": sum(1 for e in cluster.trace if e.kind not in EXCLUDED_KINDS),
         "trace_events": result.events,
     }
+
+
+def _latencies(trace: Iterable[Event]) -> list[int]:
+    """The latency of every acknowledged batch, sorted: from its first send (the first
+    ``produce`` of its first value) to its ``produce_result`` with no error. The same numbers as
+    the events table's ``latency_ms`` of those rows (:func:`event_columns`)."""
+    sent: dict[str, int] = {}
+    out = []
+    for e in trace:
+        if e.kind == "produce" and e.data.get("values"):
+            sent.setdefault(e.data["values"][0], e.time_ms)
+        elif e.kind == "produce_result" and e.data.get("values") and e.data["error"] == "NONE":
+            first = sent.get(e.data["values"][0])
+            if first is not None:
+                out.append(e.time_ms - first)
+    return sorted(out)
 
 
 def _leadership(cluster: Cluster, end_ms: int) -> tuple[int, int]:

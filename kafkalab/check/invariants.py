@@ -175,7 +175,10 @@ class NoAckedLoss:
 
     def __init__(self, logs: LogView) -> None:
         self.logs = logs
-        self.acked: dict[str, tuple[str, int]] = {}  # value -> (partition, offset)
+        # value -> its partition, and the offset it was acknowledged at: two maps of plain
+        # values, so a burst of acknowledgements adds no objects for the collector to walk
+        self.acked: dict[str, str] = {}
+        self.acked_at: dict[str, int] = {}
         self._by_tp: dict[str, _Holdings] = {}
 
     def observe(self, event: Event) -> None:
@@ -187,15 +190,21 @@ class NoAckedLoss:
         elif data["error"] == "NONE":
             tp = data["tp"]
             h = self._by_tp.get(tp) or self._by_tp.setdefault(tp, _Holdings())
-            for i, value in enumerate(data["values"]):
-                before = self.acked.get(value)
-                if before is not None and before[0] != tp:  # acknowledged again elsewhere
-                    self._by_tp[before[0]].acked.discard(value)
-                    self._by_tp[before[0]].missing.discard(value)
-                self.acked[value] = (tp, data["base_offset"] + i)
-                h.acked.add(value)
-                if value not in h.values:
-                    h.missing.add(value)
+            acked, acked_at = self.acked, self.acked_at
+            values, base = data["values"], data["base_offset"]
+            if len(self._by_tp) == 1:  # one partition: no value was acknowledged elsewhere
+                acked.update(dict.fromkeys(values, tp))
+                acked_at.update(zip(values, range(base, base + len(values)), strict=True))
+            else:
+                for i, value in enumerate(values):
+                    before = acked.get(value)
+                    if before is not None and before != tp:  # acknowledged again elsewhere
+                        self._by_tp[before].acked.discard(value)
+                        self._by_tp[before].missing.discard(value)
+                    acked[value] = tp
+                    acked_at[value] = base + i
+            h.acked.update(values)
+            h.missing.update(set(values).difference(h.values))
 
     def lost(self) -> list[str]:
         """The acknowledged values their partition no longer holds, in acknowledgement order."""
@@ -217,7 +226,7 @@ class NoAckedLoss:
             lost_any = lost_any or bool(h.missing)
         if not lost_any:
             return []
-        return [v for v, (tp, _) in self.acked.items() if v in self._by_tp[tp].missing]
+        return [v for v, tp in self.acked.items() if v in self._by_tp[tp].missing]
 
     def _index(self, h: _Holdings, leader: int, log: Log) -> None:
         """Bring the index up to the leader's log: read only what was appended since the last
@@ -235,11 +244,10 @@ class NoAckedLoss:
             n = 0
         if len(records) == n:
             return
-        values, missing = h.values, h.missing
-        for rec in records[n:]:
-            values.add(rec.value)
-            if missing:
-                missing.discard(rec.value)
+        new = {rec.value for rec in records[n:]}
+        h.values |= new
+        if h.missing:
+            h.missing -= new
         h.indexed, h.last = len(records), records[-1]
 
     def verify(self) -> str | None:

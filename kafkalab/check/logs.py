@@ -96,6 +96,8 @@ def divergence(logs: LogView, *, below_hw: bool) -> list[dict[str, Any]]:
             for b in brokers[i + 1 :]:
                 la, lb = live[a], live[b]
                 limit = min(la.hw, lb.hw) if below_hw else min(la.leo, lb.leo)
+                if la.records[:limit] == lb.records[:limit]:
+                    continue  # a follower holds the leader's own record objects: one C loop
                 for off in range(limit):
                     ra, rb = la.records[off], lb.records[off]
                     if ra.value != rb.value or ra.leader_epoch != rb.leader_epoch:

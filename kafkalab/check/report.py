@@ -117,10 +117,12 @@ class RunStats:
         data = event.data
         if event.kind == "produce_result":
             error = data["error"]
-            for value in data["values"]:
-                if error == "NONE":
-                    self.errors.pop(value, None)
-                elif error != "UNKNOWN":
+            if error == "NONE":
+                if self.errors:
+                    for value in data["values"]:
+                        self.errors.pop(value, None)
+            elif error != "UNKNOWN":
+                for value in data["values"]:
                     self.errors[value] = error
             return
         isr = tuple(data["isr"])
@@ -172,6 +174,8 @@ def _reordered(trace: Trace, logs: LogView) -> list[str]:
             for value in e.data["values"]:
                 sent.setdefault((e.data["tp"], value), len(sent))
     found: list[str] = []
+    if not sent:
+        return found
     leaders = logs.leaders()
     for tp in logs.partitions():
         live = logs.live(tp)
@@ -292,6 +296,9 @@ def _duplicates(logs: LogView) -> list[str]:
         live = logs.live(tp)
         leader = leaders[tp]
         if leader not in live:
+            continue
+        values = [rec.value for rec in live[leader].records if not rec.control]
+        if len(set(values)) == len(values):
             continue
         seen: set[str] = set()
         for rec in live[leader].records:

@@ -22,9 +22,14 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Record:
-    """One record: its offset, the leader epoch it was written in, and its value."""
+    """One record: its offset, the leader epoch it was written in, and its value.
+
+    Read-only by convention: a follower appends the very objects its leader wrote, and a log
+    rebuilt from disk holds the same ones. It is not frozen, and its ``__init__`` is written out,
+    because a burst builds thousands of records and the compiled core builds this class about
+    ten times faster than a frozen dataclass (``benchmarks/README.md``)."""
 
     offset: int
     value: str
@@ -36,6 +41,30 @@ class Record:
     transactional: bool = False  # written inside a transaction (KIP-98)
     control: str = ""  # "COMMIT" or "ABORT" for a transaction marker (a control record)
     coordinator_epoch: int = -1  # a marker's EndTransactionMarker.coordinatorEpoch
+
+    def __init__(
+        self,
+        offset: int,
+        value: str,
+        leader_epoch: int,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        sequence: int = -1,
+        base_sequence: int = -1,
+        transactional: bool = False,
+        control: str = "",
+        coordinator_epoch: int = -1,
+    ) -> None:
+        self.offset = offset
+        self.value = value
+        self.leader_epoch = leader_epoch
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.sequence = sequence
+        self.base_sequence = base_sequence
+        self.transactional = transactional
+        self.control = control
+        self.coordinator_epoch = coordinator_epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +126,15 @@ class Log:
         first = self.leo
         self.assign_epoch(leader_epoch, first)
         if producer is None:
-            self.records.extend(
+            self.records += [
                 Record(first + i, value, leader_epoch) for i, value in enumerate(values)
-            )
+            ]
         else:
             pid, epoch, seq = producer
-            self.records.extend(
+            self.records += [
                 Record(first + i, value, leader_epoch, pid, epoch, seq + i, seq, transactional)
                 for i, value in enumerate(values)
-            )
+            ]
         return first, self.leo - 1
 
     def append_marker(
@@ -133,10 +162,14 @@ class Log:
         return offset
 
     def append_replicated(self, records: tuple[Record, ...]) -> None:
-        """A follower appends what it fetched, learning epochs from the batches."""
+        """A follower appends what it fetched, learning epochs from the batches (only a record
+        of a newer epoch than the cache's latest can change the cache)."""
+        latest = self.latest_epoch
         for record in records:
-            self.assign_epoch(record.leader_epoch, record.offset)
-            self.records.append(record)
+            if record.leader_epoch > latest:
+                self.assign_epoch(record.leader_epoch, record.offset)
+                latest = record.leader_epoch
+        self.records += records
 
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
         """LeaderEpochFileCache.assign: remember that ``epoch`` starts at ``start_offset``,

@@ -16,6 +16,7 @@ from kafkalab.errors import ConfigError
 from kafkalab.protocol.rules import Rules
 from kafkalab.sim.actions import ActionView
 from kafkalab.sim.cluster import Cluster
+from kafkalab.sim.engine import collector_paused
 from kafkalab.sim.outcome import is_safe, out_of_send_order
 
 __all__ = ["FAULT_KINDS", "Fault", "RunResult", "Workload", "random_faults", "simulate"]
@@ -351,6 +352,39 @@ def simulate(
     workload = workload or Workload()
     if faults is None:
         faults = random_faults(seed, brokers, duration_ms)
+    with collector_paused():  # set-up and report too: they build as many objects as the loop
+        return _simulate(
+            cfg,
+            seed,
+            (brokers, duration_ms, settle_ms),
+            workload,
+            faults,
+            latency_ms=latency_ms,
+            trace_messages=trace_messages,
+            check_invariants=check_invariants,
+            loss_rate=loss_rate,
+            keep_cluster=keep_cluster,
+            digest=digest,
+            rules=rules,
+        )
+
+
+def _simulate(
+    cfg: Config,
+    seed: int,
+    shape: tuple[int, int, int],
+    workload: Workload,
+    faults: Sequence[Fault],
+    *,
+    latency_ms: tuple[int, int],
+    trace_messages: bool,
+    check_invariants: bool,
+    loss_rate: float,
+    keep_cluster: bool,
+    digest: bool,
+    rules: Rules | None,
+) -> RunResult | tuple[RunResult, Cluster]:
+    brokers, duration_ms, settle_ms = shape
     cluster = Cluster(
         brokers,
         config=cfg,
@@ -372,10 +406,13 @@ def simulate(
             cluster.at(f.time_ms, f.action, *f.args)
     cluster.sim.call_at(duration_ms, _recover, cluster)
     cluster.run(until_ms=duration_ms + settle_ms)
-    result = _result(cluster, cfg, seed, (brokers, duration_ms, settle_ms), tuple(faults), produced)
+    result = _result(cluster, cfg, seed, shape, tuple(faults), produced)
     if digest:
         result = replace(result, trace_digest=cluster.trace.digest())
-    return (result, cluster) if keep_cluster else result
+    if keep_cluster:
+        return result, cluster
+    cluster.release()
+    return result
 
 
 def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -> int:
@@ -460,8 +497,9 @@ def _out_of_order(cluster: Cluster) -> int:
     leader = cluster.leader
     if leader is None or leader not in cluster.sim.actors:
         return 0
+    log = cluster.sim.actors[leader].partitions[cluster.tp].log  # read, not copied as a view
     sent = [
         int(value[1:].split(".")[0]) if value.startswith("r") else None
-        for value in cluster.replica(leader).values
+        for value in [record.value for record in log.records]
     ]
     return len(out_of_send_order(sent))

@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkalab.campaign import TABLES, CampaignError, read_manifest
+from kafkalab.campaign import CampaignError, manifest_tables, read_manifest
 
 __all__ = [
     "CONFIG",
@@ -43,10 +43,11 @@ CONFIG = ("config_id", "config_label")  # the default grouping: one row per conf
 
 @dataclass(frozen=True)
 class Campaign:
-    """A campaign's two tables and its manifest."""
+    """A campaign's tables and its manifest. ``events`` is None for a campaign that wrote the
+    trials table alone (``tables: [trials]`` in its spec)."""
 
     trials: DataFrame
-    events: DataFrame
+    events: DataFrame | None
     manifest: dict[str, Any]
 
 
@@ -58,8 +59,8 @@ def read_campaign(spark: Any, path: str | Path) -> Campaign:
             f"{str(path)!r} holds no complete campaign: run `kafkalab campaign run SPEC --out "
             f"{path}` (it resumes an interrupted run)"
         )
-    trials, events = (spark.read.parquet(str(Path(path) / t)) for t in TABLES)
-    return Campaign(trials=trials, events=events, manifest=manifest)
+    tables = {t: spark.read.parquet(str(Path(path) / t)) for t in manifest_tables(manifest)}
+    return Campaign(trials=tables["trials"], events=tables.get("events"), manifest=manifest)
 
 
 def _z(confidence: float) -> float:
