@@ -17,6 +17,14 @@ the best of ``--repeats``, and the ratio Spark/DuckDB. Both must give the same r
     python benchmarks/bench_campaign.py --tiny      # smoke test: the tiny spec, 1 repeat
     python benchmarks/bench_campaign.py --spec large --data datasets/large --repeats 3
 
+Trials per core (``--per-core``): the first ``--seeds`` seeds of every config of the census
+spec, run one after another in this process (one core, no Spark, the trials row only), and with
+``--baseline REV`` the same trials at git revision REV in a temporary worktree, its core
+compiled there first when it has one (as ``make install`` does), each trial built as that
+revision builds it. Prints trials/s per core for both and their ratio.
+
+    python benchmarks/bench_campaign.py --per-core --seeds 10 --baseline 9e8ec09
+
 Timings are printed, never asserted.
 """
 
@@ -24,10 +32,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +61,8 @@ QUERIES: dict[str, Callable[[Any], Any]] = {
     "isr_flapping": lambda c: analysis.isr_flapping(c.events, c.trials),
     "leader_epoch_anomalies": lambda c: analysis.leader_epoch_anomalies(c.trials),
 }
+
+EVENT_QUERIES = frozenset({"latency_by_acks", "isr_flapping"})  # they read the events table
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -112,6 +124,92 @@ def _gen_row(name: str, s: Summary, wall: float, started: float, out: Path) -> d
     }
 
 
+# ---- trials per core -------------------------------------------------------------------------
+
+# Runs in the baseline's worktree: the same trials, built as that revision builds them (before
+# the tables option a trial always built its events rows too).
+_PER_CORE = """
+import inspect, json, sys, time
+from kafkalab.campaign import draw_trial, parse_spec, run_trial
+specs, seeds = [parse_spec(d) for d in json.loads(sys.argv[1])], int(sys.argv[2])
+alone = "events" in inspect.signature(run_trial).parameters
+trials = [draw_trial(spec, 0, spec.seed_start + i) for spec in specs for i in range(seeds)]
+t0 = time.perf_counter()
+for trial in trials:
+    run_trial(trial, events=False) if alone else run_trial(trial)
+print(json.dumps({"trials": len(trials), "wall": time.perf_counter() - t0}))
+"""
+
+
+def _spec_mapping(spec: CampaignSpec) -> dict[str, Any]:
+    """The spec as a mapping any revision's parse_spec reads (no tables key: before the option,
+    every campaign wrote both tables)."""
+    d = spec.as_dict()
+    seeds = d.pop("seeds")
+    d.pop("varied")
+    d.pop("tables", None)
+    configs = d.pop("configs")
+    return {**d, "seeds": seeds, "configs": {"grid": {}, "base": configs[0]}}
+
+
+def _per_core_run(python_path: Path, specs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(python_path)}
+    cmd = [sys.executable, "-c", _PER_CORE, json.dumps(specs), str(seeds)]
+    done = subprocess.run(cmd, cwd=python_path, env=env, check=True, capture_output=True, text=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def measure_per_core(spec: CampaignSpec, seeds: int, baseline: str | None) -> str:
+    """Trials/s on one core for each config's first ``seeds`` seeds, here and at ``baseline``."""
+    rows = []
+    for config_id in range(len(spec.configs)):
+        one = _spec_mapping(spec)
+        one["configs"] = {"base": dict(spec.configs[config_id])}
+        rows.append(one)
+    total = {"here": [0, 0.0], "baseline": [0, 0.0]}
+
+    def run(where: str, path: Path) -> None:
+        got = _per_core_run(path, rows, seeds)
+        total[where] = [got["trials"], got["wall"]]
+
+    run("here", ROOT)
+    lines = [
+        f"Trials per core: campaign {spec.name!r}, the first {seeds} seeds of each of its "
+        f"{len(spec.configs)} configs, one process, no Spark",
+    ]
+    here = total["here"][0] / total["here"][1]
+    lines.append(
+        f"  this tree: {total['here'][0]} trials in {total['here'][1]:.1f} s: "
+        f"{here:.1f} trials/s per core"
+    )
+    if baseline:
+        with tempfile.TemporaryDirectory(prefix="kafkalab-baseline-") as tmp:
+            tree = Path(tmp) / "tree"
+            add = ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree)]
+            try:
+                subprocess.run([*add, baseline], check=True, capture_output=True, text=True)
+            except subprocess.CalledProcessError as err:
+                raise SystemExit(f"--baseline {baseline}: {err.stderr.strip()}") from None
+            try:
+                compiled = (tree / "kafkalab" / "core_build.py").is_file()
+                if compiled:
+                    env = {**os.environ, "PYTHONPATH": str(tree)}
+                    build = [sys.executable, "-m", "kafkalab.core_build"]
+                    subprocess.run(build, cwd=tree, env=env, check=True, capture_output=True)
+                run("baseline", tree)
+            finally:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                    check=False,
+                    capture_output=True,
+                )
+        before = total["baseline"][0] / total["baseline"][1]
+        core = "its core compiled" if compiled else "no compiled core then"
+        lines.append(f"  baseline {baseline} ({core}): {before:.1f} trials/s per core")
+        lines.append(f"  ratio: {here / before:.2f}x")
+    return "\n".join(lines)
+
+
 # ---- queries ---------------------------------------------------------------------------------
 
 
@@ -134,6 +232,8 @@ def measure_queries(data: Path, repeats: int) -> list[dict[str, Any]]:
     con = reference.connect(data)
     rows = []
     for name, query in QUERIES.items():
+        if campaign.events is None and name in EVENT_QUERIES:
+            continue  # a campaign of the trials table alone (census)
         s_first, s_best, s_rows = _timed(lambda q=query: q(campaign).collect(), repeats)
         d_first, d_best, d_rows = _timed(lambda n=name: reference.answer(con, n), repeats)
         if len(s_rows) != len(d_rows):
@@ -217,7 +317,7 @@ def report(
             "(2.00 would be perfect)",
             "",
             f"Queries on {data} ({manifest_rows['trials']:,} trials, "
-            f"{manifest_rows['events']:,} event rows); Spark local[2] against DuckDB, "
+            f"{manifest_rows.get('events', 0):,} event rows); Spark local[2] against DuckDB, "
             f"seconds, best of {repeats} after the first run",
             _table(
                 [
@@ -241,7 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", help="campaign spec to generate (default small; tiny: tiny)")
     parser.add_argument("--data", type=Path, help="dataset to query (default: large or small)")
     parser.add_argument("--repeats", type=int, help="timed query repeats after the first")
+    parser.add_argument("--per-core", action="store_true", help="only: trials/s per core")
+    parser.add_argument("--seeds", type=int, default=10, help="--per-core: seeds per config")
+    parser.add_argument("--baseline", metavar="REV", help="--per-core: also at git revision REV")
     args = parser.parse_args(argv)
+    if args.per_core:
+        if args.seeds < 1:
+            parser.error(f"--seeds {args.seeds} is not allowed: use a whole number >= 1")
+        print(measure_per_core(load_spec(args.spec or "census"), args.seeds, args.baseline))
+        return 0
     spec = load_spec(args.spec or ("tiny" if args.tiny else "small"))
     large = ROOT / "datasets" / "large"
     default_data = large if (large / "_campaign.json").is_file() else ROOT / "datasets" / "small"

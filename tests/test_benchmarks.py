@@ -56,6 +56,16 @@ def test_campaign_benchmark_runs_and_prints_its_figures() -> None:
         assert query in out.stdout
 
 
+def test_campaign_benchmark_prints_trials_per_core() -> None:
+    bench = [str(ROOT / "benchmarks" / "bench_campaign.py"), "--per-core", "--seeds", "1"]
+    out = subprocess.run(
+        [sys.executable, *bench], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "campaign 'census', the first 1 seeds of each of its 12 configs" in out.stdout
+    assert "this tree: 12 trials in" in out.stdout and "trials/s per core" in out.stdout
+
+
 def test_explore_benchmark_runs_and_prints_its_figures() -> None:
     stdout = _quick("bench_explore.py")
     for figure in ("states/s", "first cex s", "peak bytes/state", "rebuild from the schedule"):

@@ -492,6 +492,37 @@ def test_regenerating_parts_of_the_shipped_dataset_gives_the_same_rows() -> None
                 assert hashlib.sha256(output.files[table]).hexdigest() == part[table]["sha256"]
 
 
+CENSUS = ROOT / "datasets" / "census"
+
+
+def test_the_shipped_census_is_whole_and_matches_its_spec() -> None:
+    manifest = read_manifest(CENSUS)
+    assert manifest is not None and manifest["complete"]
+    spec = load_spec("census")
+    assert spec.trials >= 50_000 and spec.duration_ms >= 60_000 and spec.swarm
+    assert manifest["spec_hash"] == spec.spec_hash(), "regenerate it: make datasets-census"
+    assert manifest["rows"] == {"trials": spec.trials}
+    assert verify(CENSUS) == []
+    assert not (CENSUS / "events").exists()
+    size = sum(p.stat().st_size for p in CENSUS.rglob("*") if p.is_file())
+    assert size < 8_000_000
+
+
+def test_trials_of_the_shipped_census_replay_to_their_rows() -> None:
+    """A part takes half a minute: three trials of different configs and parts stand for it."""
+    import pyarrow.parquet as pq
+
+    spec = load_spec("census")
+    rows = pq.read_table(CENSUS / "trials").to_pylist()
+    by_id = {r["trial_id"]: r for r in rows}
+    for config_id, seed in ((0, 7), (6, 2100), (len(spec.configs) - 1, spec.seeds - 1)):
+        trial = draw_trial(spec, config_id, seed)
+        again = run_trial(trial, events=False).trial
+        stale = f"census trial {trial.trial_id} changed: the simulator's behaviour changed? "
+        stale += "Review the change, then `make datasets-census`"
+        assert again == by_id[trial.trial_id], stale
+
+
 def _writer() -> str:
     import pyarrow
 

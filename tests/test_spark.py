@@ -280,7 +280,14 @@ def test_each_plot_draws_its_result(small: q.Campaign) -> None:
     assert len(ax.patches) == len(loss) == 12
     frontier = q.availability_frontier(small.trials)
     ax = plots.plot_frontier(frontier)  # a Spark DataFrame works too
-    assert len(ax.texts) == 12 and ax.get_legend() is not None
+    # One label per group of (nearly) coinciding points, and the key naming each config.
+    labels = [t.get_text() for t in ax.texts]
+    assert sorted(int(i) for label in labels[:-1] for i in label.split(",")) == list(range(12))
+    key = labels[-1].splitlines()
+    assert len(key) == 12 and key[0].split()[0] == "0" and ax.get_legend() is not None
+    from kafkalab.viz.labels import overlaps
+
+    assert overlaps(ax.figure) == []
     latency = q.latency_by_acks(small.events, small.trials)
     ax = plots.plot_latency(latency)
     assert len(ax.patches) == 2 * 3

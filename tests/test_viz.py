@@ -302,3 +302,58 @@ def test_the_core_never_imports_the_views() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- labels that overlap ----------------------------------------------------------------------
+
+
+def test_overlapping_labels_are_found_and_only_drawn_ones_count() -> None:
+    from kafkalab.viz.labels import overlaps
+
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, "hello world")
+    ax.text(0.52, 0.5, "overlapping text")
+    ax.text(0.5, 0.1, "far away")
+    assert overlaps(fig) == [("hello world", "overlapping text")]
+    hidden = Figure(figsize=(4, 3)).add_subplot()
+    hidden.plot([0, 1], [0, 1])
+    hidden.axis("off")  # its tick labels exist but are not drawn
+    hidden.text(0.0, 0.0, "at the corner where tick labels would be")
+    hidden.set_xlim(0, 1)
+    assert overlaps(hidden.figure) == []  # type: ignore[arg-type]
+
+
+def test_the_watch_hook_prints_each_overlap_when_a_figure_is_drawn(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kafkalab.viz.labels import RC_DIR, watch
+
+    assert "figure.hooks: kafkalab.viz.labels:watch" in (RC_DIR / "matplotlibrc").read_text()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=(4, 3))
+    FigureCanvasAgg(fig)
+    watch(fig)
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, "one")
+    fig.canvas.draw()
+    assert capsys.readouterr().out == ""
+    ax.text(0.505, 0.5, "two")
+    fig.canvas.draw()
+    assert capsys.readouterr().out == "label overlap: 'one' and 'two'\n"
+
+
+@pytest.mark.parametrize("name", ["kip101-loss", "kip279-divergence", "np-leader-isolated"])
+def test_the_explorer_stills_have_no_overlapping_labels(name: str) -> None:
+    """The explorer's still (the picture a static viewer shows) at every step of a scenario."""
+    from kafkalab.viz.labels import overlaps
+    from kafkalab.widgets.explorer import ExplorerModel
+    from kafkalab.widgets.render import still_figure
+
+    assert name in scenarios.catalog()
+    model = ExplorerModel(name)
+    for position in range(len(model.steps) + 1):
+        assert model.go_to(position).ok
+        found = overlaps(still_figure(model))
+        assert found == [], f"{name} at step {position}: {found}"

@@ -38,6 +38,7 @@ __all__ = [
     "render_figure",
     "render_isr_lag",
     "render_still",
+    "still_figure",
     "render_tradeoffs",
 ]
 
@@ -147,6 +148,11 @@ class _View:
 def render_still(model: ExplorerModel) -> bytes:
     """The explorer's current view as one PNG: the logs above the messages of the latest step,
     each with its legend, for a viewer that runs no widgets."""
+    return render(still_figure(model), "png")
+
+
+def still_figure(model: ExplorerModel) -> Figure:
+    """The figure :func:`render_still` draws."""
     view = _View(model)
     fig = Figure(
         figsize=(WIDTH_IN, view.logs_height_in + view.messages_height_in + 1.2),
@@ -158,7 +164,7 @@ def render_still(model: ExplorerModel) -> bytes:
     with style():
         view.draw_logs(top, legend=True)
         view.draw_messages(bottom, legend=True)
-    return render(fig, "png")
+    return fig
 
 
 def render_explorer(model: ExplorerModel) -> ExplorerPictures:
