@@ -44,3 +44,39 @@ def test_lesson_has_every_part(path: Path) -> None:
 def test_lessons_are_numbered_without_gaps() -> None:
     numbers = sorted(int(p.name[:2]) for p in LESSONS)
     assert numbers == list(range(1, len(numbers) + 1)) or not numbers
+
+
+# ---- pacing -------------------------------------------------------------------------------------
+
+
+def test_pacing_counts_what_a_notebook_asks(tmp_path: Path) -> None:
+    import json
+
+    from kafkalab.pacing import MINUTES_PER_QUESTION, READING_WPM, measure
+
+    cells = [
+        {"cell_type": "markdown", "source": ["word " * 300, "\n**Predict**: what happens?"]},
+        {"cell_type": "code", "source": ["x = 1"]},
+        {"cell_type": "raw", "source": ["# BEGIN QUESTION\nname: q1"]},
+        {"cell_type": "code", "source": ["y = 2"]},
+    ]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    pace = measure(path)
+    assert (pace.words, pace.code_cells, pace.predictions, pace.questions) == (303, 2, 1, 1)
+    assert pace.minutes == 303 / READING_WPM + 2 + 1 + MINUTES_PER_QUESTION
+
+
+def test_each_lesson_and_the_readme_print_the_measured_times() -> None:
+    from kafkalab.pacing import course
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, pace, exercise in course():
+        text = (ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+        assert f"Estimated time: {pace.rounded} minutes" in text, (
+            f"{name}: measured {pace.minutes:.0f} min; update its Estimated time line "
+            "(python -m kafkalab.pacing)"
+        )
+        assert exercise is not None, f"{name} has no exercise"
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {name[:2]} |"))
+        assert row.endswith(f"| {pace.rounded} + {exercise.rounded} |"), row
