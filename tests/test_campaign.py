@@ -188,7 +188,8 @@ def test_a_sample_draws_distinct_configs_from_its_seed() -> None:
         ({"tables": ["events"]}, "tables=['events'] is not allowed: use [trials, events]"),
         ({"tables": ["trials", "event"]}, "tables[1]='event' is not allowed (did you mean"),
         ({"tables": "trials"}, "tables='trials' is not allowed"),
-        ({"tables": ["trials", "trials"]}, "tables=['trials', 'trials'] is not allowed"),
+        ({"tables": ["trials", "trials"]}, "tables=['trials', 'trials'] names one twice"),
+        ({"faults": {"kinds": ["crash", "crash"]}}, "faults.kinds=['crash', 'crash'] names one"),
     ],
 )
 def test_an_invalid_spec_names_the_bad_field(change: dict, message: str) -> None:

@@ -33,7 +33,7 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -283,19 +283,28 @@ def _seeds(value: Any) -> tuple[int, int]:
     return 0, _int(value, "seeds", 1)
 
 
-def _tables(value: Any) -> tuple[str, ...]:
-    allowed = "[trials, events] (the default) or [trials]"
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise CampaignError(f"campaign spec: tables={value!r} is not allowed: use {allowed}")
-    for i, table in enumerate(value):
-        if table not in ALL_TABLES:
+def _choices(value: Any, where: str, allowed: Collection[str], use: str) -> list[str]:
+    """``value`` as a list of distinct names, each one of ``allowed`` (``use`` says what to
+    write instead in the error)."""
+    if not isinstance(value, list):
+        raise CampaignError(f"campaign spec: {where}={value!r} is not allowed: use {use}")
+    for i, name in enumerate(value):
+        if name not in allowed:
             raise CampaignError(
-                f"campaign spec: tables[{i}]={table!r} is not allowed"
-                f"{did_you_mean(table, ALL_TABLES)}: use {allowed}"
+                f"campaign spec: {where}[{i}]={name!r} is not allowed"
+                f"{did_you_mean(str(name), allowed)}: use {use}"
             )
-    if "trials" not in value or len(set(value)) != len(value):
-        raise CampaignError(f"campaign spec: tables={value!r} is not allowed: use {allowed}")
-    return tuple(t for t in ALL_TABLES if t in value)
+    if len(set(value)) != len(value):
+        raise CampaignError(f"campaign spec: {where}={value!r} names one twice: use {use}")
+    return list(value)
+
+
+def _tables(value: Any) -> tuple[str, ...]:
+    use = "[trials, events] (the default) or [trials]"
+    tables = _choices(value, "tables", ALL_TABLES, use)
+    if "trials" not in tables:
+        raise CampaignError(f"campaign spec: tables={value!r} is not allowed: use {use}")
+    return tuple(t for t in ALL_TABLES if t in tables)
 
 
 def _trial(t: dict[str, Any]) -> dict[str, Any]:
@@ -311,17 +320,8 @@ def _trial(t: dict[str, Any]) -> dict[str, Any]:
 
 
 def _faults(f: dict[str, Any]) -> dict[str, Any]:
-    kinds = f.get("kinds", ["crash", "disconnect"])
-    if not isinstance(kinds, list):
-        raise CampaignError(f"campaign spec: faults.kinds={kinds!r} is not allowed: use a list")
-    for i, kind in enumerate(kinds):
-        if kind not in FAULT_KINDS:
-            raise CampaignError(
-                f"campaign spec: faults.kinds[{i}]={kind!r} is not allowed"
-                f"{did_you_mean(str(kind), FAULT_KINDS)}: use {', '.join(FAULT_KINDS)}"
-            )
-    if len(set(kinds)) != len(kinds):
-        raise CampaignError(f"campaign spec: faults.kinds={kinds!r} names a kind twice")
+    use = f"a list of {', '.join(FAULT_KINDS)}"
+    kinds = _choices(f.get("kinds", ["crash", "disconnect"]), "faults.kinds", FAULT_KINDS, use)
     swarm = f.get("swarm", True)
     if not isinstance(swarm, bool):
         raise CampaignError(f"campaign spec: faults.swarm={swarm!r} is not allowed: true or false")
