@@ -626,3 +626,19 @@ def test_a_trial_without_its_events_has_the_same_row() -> None:
         )
         assert full.trial["latency_max_ms"] == (latencies[-1] if latencies else None)
         assert full.trial["latency_p50_ms"] == percentile(latencies, 0.5)
+
+
+def test_duckdb_answers_the_per_trial_questions_on_the_census() -> None:
+    """A campaign of the trials table alone opens in DuckDB too (no events view)."""
+    import pyarrow.parquet as pq
+
+    from kafkalab.spark import reference
+
+    con = reference.connect(CENSUS)
+    rows = {r["config_id"]: r for r in reference.answer(con, "loss_probability")}
+    table = pq.read_table(CENSUS / "trials").to_pylist()
+    for config_id in (0, 11):
+        mine = [t for t in table if t["config_id"] == config_id]
+        lossy = sum(t["lost_acked"] > 0 for t in mine)
+        assert (rows[config_id]["trials"], rows[config_id]["lossy_trials"]) == (len(mine), lossy)
+        assert rows[config_id]["ci_low"] <= lossy / len(mine) <= rows[config_id]["ci_high"]

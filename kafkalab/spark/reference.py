@@ -15,6 +15,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from kafkalab.campaign import manifest_tables, read_manifest
+
 __all__ = ["QUERIES", "answer", "connect"]
 
 _Z = NormalDist().inv_cdf(0.975)  # a 95% interval, as loss_probability's default
@@ -102,11 +104,13 @@ QUERIES: dict[str, str] = {
 
 
 def connect(path: str | Path) -> Any:
-    """A DuckDB connection with the campaign's tables as views ``trials`` and ``events``."""
+    """A DuckDB connection with the campaign's tables as views ``trials`` and ``events`` (only
+    ``trials`` for a campaign of that table alone, such as the census)."""
     import duckdb
 
+    manifest = read_manifest(path)
     con = duckdb.connect()
-    for table in ("trials", "events"):
+    for table in manifest_tables(manifest) if manifest is not None else ("trials", "events"):
         files = str(Path(path) / table / "*.parquet").replace("'", "''")
         con.execute(f"create view {table} as select * from read_parquet('{files}')")
     return con
