@@ -142,14 +142,12 @@ print(json.dumps({"trials": len(trials), "wall": time.perf_counter() - t0}))
 
 
 def _spec_mapping(spec: CampaignSpec) -> dict[str, Any]:
-    """The spec as a mapping any revision's parse_spec reads (no tables key: before the option,
-    every campaign wrote both tables)."""
+    """The spec without its configs, as a mapping any revision's parse_spec reads (no tables
+    key: before the option, every campaign wrote both tables)."""
     d = spec.as_dict()
-    seeds = d.pop("seeds")
-    d.pop("varied")
-    d.pop("tables", None)
-    configs = d.pop("configs")
-    return {**d, "seeds": seeds, "configs": {"grid": {}, "base": configs[0]}}
+    for key in ("varied", "tables", "configs"):
+        d.pop(key, None)
+    return d
 
 
 def _per_core_run(python_path: Path, specs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,15 +133,14 @@ def run_trial(trial: Trial, *, events: bool = True) -> TrialRows:
 
 def event_columns(trace: Iterable[Event], trial_id: int) -> dict[str, list[Any]]:
     """The events-table rows of one trace, as one list per column."""
-    sent: dict[str, int] = {}  # first value of a batch -> when it was first sent
+    events = list(trace)
+    latency = {e.seq: ms for e, ms in _produce_latencies(events)}
     replicas: dict[int, list[int | None]] = {}  # broker -> [hw, leo] as last seen
-    rows = []
-    for e in trace:
-        if e.kind in EXCLUDED_KINDS:
-            if e.kind == "produce" and e.data.get("values"):
-                sent.setdefault(e.data["values"][0], e.time_ms)
-            continue
-        rows.append(_event_row(e, trial_id, sent, replicas))
+    rows = [
+        _event_row(e, trial_id, latency.get(e.seq), replicas)
+        for e in events
+        if e.kind not in EXCLUDED_KINDS
+    ]
     names = [c.name for c in EVENTS]
     if not rows:
         return {n: [] for n in names}
@@ -153,7 +152,7 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _event_row(
-    e: Event, trial_id: int, sent: dict[str, int], replicas: dict[int, list[int | None]]
+    e: Event, trial_id: int, latency: int | None, replicas: dict[int, list[int | None]]
 ) -> tuple[Any, ...]:
     d = e.data
     at_broker = e.node.isdigit()
@@ -166,9 +165,6 @@ def _event_row(
     leader = broker if e.kind == "became_leader" else _int_or_none(d.get("leader"))
     isr = d.get("isr")
     isr = [int(b) for b in isr] if isinstance(isr, list) else None
-    latency = None
-    if e.kind == "produce_result" and d.get("values") and d["values"][0] in sent:
-        latency = e.time_ms - sent[d["values"][0]]
     error = d.get("error")
     return (
         trial_id,
@@ -228,7 +224,9 @@ def _reason(kind: str, d: dict[str, Any]) -> str | None:
 
 def _trial_row(trial: Trial, cfg: Config, result: RunResult, cluster: Cluster) -> dict[str, Any]:
     elections, offline_ms = _leadership(cluster, trial.duration_ms + trial.settle_ms)
-    latencies = _latencies(cluster.trace)
+    latencies = sorted(
+        ms for e, ms in _produce_latencies(cluster.trace) if e.data["error"] == "NONE"
+    )
     bursts = [f for f in result.schedule if f.action == "burst"]
     return {
         "trial_id": trial.trial_id,
@@ -285,20 +283,19 @@ def _trial_row(trial: Trial, cfg: Config, result: RunResult, cluster: Cluster) -
     }
 
 
-def _latencies(trace: Iterable[Event]) -> list[int]:
-    """The latency of every acknowledged batch, sorted: from its first send (the first
-    ``produce`` of its first value) to its ``produce_result`` with no error. The same numbers as
-    the events table's ``latency_ms`` of those rows (:func:`event_columns`)."""
-    sent: dict[str, int] = {}
-    out = []
+def _produce_latencies(trace: Iterable[Event]) -> Iterator[tuple[Event, int]]:
+    """Each ``produce_result`` with its batch's latency: from the batch's first send (the first
+    ``produce`` of its first value) to this answer. The events table's ``latency_ms`` and the
+    trials table's percentiles (of the answers with no error) both read it."""
+    sent: dict[str, int] = {}  # first value of a batch -> when it was first sent
     for e in trace:
-        if e.kind == "produce" and e.data.get("values"):
-            sent.setdefault(e.data["values"][0], e.time_ms)
-        elif e.kind == "produce_result" and e.data.get("values") and e.data["error"] == "NONE":
-            first = sent.get(e.data["values"][0])
-            if first is not None:
-                out.append(e.time_ms - first)
-    return sorted(out)
+        values = e.data.get("values") if e.kind in ("produce", "produce_result") else None
+        if not values:
+            continue
+        if e.kind == "produce":
+            sent.setdefault(values[0], e.time_ms)
+        elif values[0] in sent:
+            yield e, e.time_ms - sent[values[0]]
 
 
 def _leadership(cluster: Cluster, end_ms: int) -> tuple[int, int]:

@@ -352,67 +352,36 @@ def simulate(
     workload = workload or Workload()
     if faults is None:
         faults = random_faults(seed, brokers, duration_ms)
+    shape = (brokers, duration_ms, settle_ms)
     with collector_paused():  # set-up and report too: they build as many objects as the loop
-        return _simulate(
-            cfg,
-            seed,
-            (brokers, duration_ms, settle_ms),
-            workload,
-            faults,
+        cluster = Cluster(
+            brokers,
+            config=cfg,
+            seed=seed,
+            mode="timed",
             latency_ms=latency_ms,
             trace_messages=trace_messages,
             check_invariants=check_invariants,
             loss_rate=loss_rate,
-            keep_cluster=keep_cluster,
-            digest=digest,
             rules=rules,
         )
-
-
-def _simulate(
-    cfg: Config,
-    seed: int,
-    shape: tuple[int, int, int],
-    workload: Workload,
-    faults: Sequence[Fault],
-    *,
-    latency_ms: tuple[int, int],
-    trace_messages: bool,
-    check_invariants: bool,
-    loss_rate: float,
-    keep_cluster: bool,
-    digest: bool,
-    rules: Rules | None,
-) -> RunResult | tuple[RunResult, Cluster]:
-    brokers, duration_ms, settle_ms = shape
-    cluster = Cluster(
-        brokers,
-        config=cfg,
-        seed=seed,
-        mode="timed",
-        latency_ms=latency_ms,
-        trace_messages=trace_messages,
-        check_invariants=check_invariants,
-        loss_rate=loss_rate,
-        rules=rules,
-    )
-    produced = _schedule_workload(cluster, workload, duration_ms)
-    for i, f in enumerate(faults):
-        if f.action == "burst":
-            produced += _schedule_burst(cluster, workload, f, i)
-        elif f.action == "crash":
-            cluster.at(f.time_ms, "crash", *f.args, lose_unflushed=f.lose_unflushed)
-        else:
-            cluster.at(f.time_ms, f.action, *f.args)
-    cluster.sim.call_at(duration_ms, _recover, cluster)
-    cluster.run(until_ms=duration_ms + settle_ms)
-    result = _result(cluster, cfg, seed, shape, tuple(faults), produced)
-    if digest:
-        result = replace(result, trace_digest=cluster.trace.digest())
-    if keep_cluster:
-        return result, cluster
-    cluster.release()
-    return result
+        produced = _schedule_workload(cluster, workload, duration_ms)
+        for i, f in enumerate(faults):
+            if f.action == "burst":
+                produced += _schedule_burst(cluster, workload, f, i)
+            elif f.action == "crash":
+                cluster.at(f.time_ms, "crash", *f.args, lose_unflushed=f.lose_unflushed)
+            else:
+                cluster.at(f.time_ms, f.action, *f.args)
+        cluster.sim.call_at(duration_ms, _recover, cluster)
+        cluster.run(until_ms=duration_ms + settle_ms)
+        result = _result(cluster, cfg, seed, shape, tuple(faults), produced)
+        if digest:
+            result = replace(result, trace_digest=cluster.trace.digest())
+        if keep_cluster:
+            return result, cluster
+        cluster.release()
+        return result
 
 
 def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -> int:
@@ -500,6 +469,6 @@ def _out_of_order(cluster: Cluster) -> int:
     log = cluster.sim.actors[leader].partitions[cluster.tp].log  # read, not copied as a view
     sent = [
         int(value[1:].split(".")[0]) if value.startswith("r") else None
-        for value in [record.value for record in log.records]
+        for value in (record.value for record in log.records)
     ]
     return len(out_of_send_order(sent))
