@@ -191,20 +191,21 @@ class NoAckedLoss:
             tp = data["tp"]
             h = self._by_tp.get(tp) or self._by_tp.setdefault(tp, _Holdings())
             acked, acked_at = self.acked, self.acked_at
-            values, base = data["values"], data["base_offset"]
-            if len(self._by_tp) == 1:  # one partition: no value was acknowledged elsewhere
-                acked.update(dict.fromkeys(values, tp))
-                acked_at.update(zip(values, range(base, base + len(values)), strict=True))
-            else:
-                for i, value in enumerate(values):
+            offset: int = data["base_offset"]
+            one_partition = len(self._by_tp) == 1  # then no value was acknowledged elsewhere
+            h_acked, h_missing, h_values = h.acked, h.missing, h.values
+            for value in data["values"]:  # plain loops: most batches hold a record or a few
+                if not one_partition:
                     before = acked.get(value)
                     if before is not None and before != tp:  # acknowledged again elsewhere
                         self._by_tp[before].acked.discard(value)
                         self._by_tp[before].missing.discard(value)
-                    acked[value] = tp
-                    acked_at[value] = base + i
-            h.acked.update(values)
-            h.missing.update(set(values).difference(h.values))
+                acked[value] = tp
+                acked_at[value] = offset
+                offset += 1
+                h_acked.add(value)
+                if value not in h_values:
+                    h_missing.add(value)
 
     def lost(self) -> list[str]:
         """The acknowledged values their partition no longer holds, in acknowledgement order."""

@@ -185,13 +185,15 @@ class _Walker:
                 walk(value)
 
     def _simulation(self, sim: Any) -> None:
-        """The heap in the order its entries will run, without their sequence numbers."""
+        """The pending entries (the heap and the scheduled calls) in the order they will run,
+        without their sequence numbers."""
         for name, token in _attributes(type(sim), sim):
+            if name in ("_calls", "_next_call"):
+                continue  # walked with the heap, as one queue
             value = getattr(sim, name)
             self.out.append(token)
             if name == "_heap":
-                pending = sorted(value, key=lambda e: (e[0], e[1]))
-                self.walk([(e[0], *e[2:]) for e in pending])
+                self.walk([(e[0], *e[2:]) for e in sim.pending_entries()])
             else:
                 self.walk(value)
 

@@ -58,8 +58,11 @@ def leader_hw(
     latest fetch; -1 before its first fetch). ``isr`` holds the replicas the HW waits for: the
     ISR (the leader included) and any caught-up follower about to join it (KAFKA-4485).
     """
-    candidate = min([leader_leo, *[leo for rid, leo in remote_leos.items() if rid in isr]])
-    return max(hw, candidate)
+    candidate = leader_leo
+    for rid, leo in remote_leos.items():
+        if leo < candidate and rid in isr:
+            candidate = leo
+    return candidate if candidate > hw else hw
 
 
 def end_offset_for(epochs: Sequence[tuple[int, int]], leo: int, epoch: int) -> tuple[int, int]:

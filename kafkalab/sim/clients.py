@@ -87,16 +87,38 @@ class ClientSteps:
                 f"sequence={sequence!r} is not allowed: an idempotent batch (producer_id "
                 f"{producer_id}) needs its first sequence number, a whole number >= 0"
             )
-        c._step("produce", values=batch, acks=acks_value, partition=tp)
+        self.send(
+            tp, batch, acks_value, producer, to, producer_id, producer_epoch, sequence, response
+        )
+        c._settle()
+        return batch
+
+    def send(
+        self,
+        tp: str,
+        batch: list[str],
+        acks: int,
+        producer: str = "producer",
+        to: int | None = None,
+        producer_id: int | None = None,
+        producer_epoch: int = 0,
+        sequence: int | None = None,
+        response: str = "ok",
+    ) -> None:
+        """The bare producer sends ``batch`` to ``tp``'s leader (or to broker ``to``): what
+        :meth:`produce` does once its arguments are checked, and what a timed run's workload
+        schedules directly (its arguments are checked once, before the run)."""
+        c = self.cluster
+        c._step("produce", values=batch, acks=acks, partition=tp)
         if producer not in self.sim.actors:
             self.sim.add(producer, Producer(producer), CLIENT_HOST)
-        leader = c.partition_states()[tp].leader if to is None else to
+        leader = c.control.partition_states()[tp].leader if to is None else to
         idempotent = producer_id is not None and c.config.enable_idempotence
         pid = int(producer_id) if idempotent else -1  # type: ignore[arg-type]
         cmd = Send(
             tp,
             tuple(batch),
-            acks_value,
+            acks,
             leader,
             c.config.request_timeout_ms,
             pid,
@@ -106,8 +128,6 @@ class ClientSteps:
         if response == "lost" and leader is not None:
             self.sim.add_rule(leader, producer, (msgs.ProduceResponse,), None)
         self.sim.command(producer, cmd)
-        c._settle()
-        return batch
 
     def _client_produce(
         self,

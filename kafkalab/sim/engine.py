@@ -1,6 +1,9 @@
 """The event loop and the network.
 
-A heap ordered by (time_ms, sequence) holds message deliveries, timers and scheduled calls.
+A heap ordered by (time_ms, sequence) holds message deliveries and timers; scheduled calls (the
+workload's and the fault schedule's steps, nearly all known before the run starts) wait in a
+sorted list beside it, and the loop takes whichever of the two comes first. Both share one
+sequence, so the order is the one a single heap would give, while the heap stays small.
 Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut. Messages
 on one link arrive in the order they were sent (TCP). One seed drives every random draw, split
 into named streams so that adding a fault type does not change the network's draws.
@@ -8,6 +11,7 @@ into named streams so that adding a fault type does not change the network's dra
 
 from __future__ import annotations
 
+import bisect
 import gc
 import heapq
 import math
@@ -70,6 +74,9 @@ class Simulation:
         self.now = 0
         self._seq = 0
         self._heap: list[tuple[Any, ...]] = []
+        # scheduled calls, sorted by (time_ms, sequence); those before _next_call have run
+        self._calls: list[tuple[Any, ...]] = []
+        self._next_call = 0
         self.dispatched = [0, 0, 0]  # heap entries dispatched so far: deliveries, timers, calls
         self.actors: dict[Any, Any] = {}
         self.incarnation: dict[Any, int] = {}
@@ -279,22 +286,39 @@ class Simulation:
 
     # ---- loop ------------------------------------------------------------------------------
 
-    def _push(self, time_ms: int, kind: int, *payload: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (time_ms, self._seq, kind, *payload))
-
     def call_at(self, time_ms: int, fn: Callable[..., None], *args: Any) -> None:
         """Run ``fn(*args)`` at simulated ``time_ms`` (a workload or fault action)."""
-        self._push(max(time_ms, self.now), _CALL, fn, args)
+        self._seq += 1
+        entry = (max(time_ms, self.now), self._seq, _CALL, fn, args)
+        calls = self._calls
+        if not calls or calls[-1] < entry:  # sequence numbers only grow: (time, seq) decides
+            calls.append(entry)
+        else:
+            bisect.insort(calls, entry, lo=self._next_call)
 
     def run_until(self, time_ms: int, stop: Callable[[], bool] | None = None) -> None:
         """Process every event due at or before ``time_ms``; the clock then reads ``time_ms``
         (or the time of the event after which ``stop()`` became true)."""
-        heap, pop, dispatch = self._heap, heapq.heappop, self._dispatch
-        while heap and heap[0][0] <= time_ms:
-            entry = pop(heap)
-            self.now = entry[0]
-            dispatch(entry)
+        heap, calls, pop, dispatch = self._heap, self._calls, heapq.heappop, self._dispatch
+        while True:
+            i = self._next_call
+            if i < len(calls) and (not heap or calls[i] < heap[0]):
+                entry = calls[i]
+                if entry[0] > time_ms:
+                    break
+                self._next_call = i + 1  # before the call: it may schedule another
+                self.now = entry[0]
+                self.dispatched[_CALL] += 1
+                entry[3](*entry[4])
+                if i > 4096 and 2 * i > len(calls):  # forget what has run, now and then
+                    del calls[: i + 1]
+                    self._next_call -= i + 1
+            elif heap and heap[0][0] <= time_ms:
+                entry = pop(heap)
+                self.now = entry[0]
+                dispatch(entry)
+            else:
+                break
             if stop is not None and stop():
                 return
         if self.now < time_ms:
@@ -314,7 +338,7 @@ class Simulation:
     def _dispatch(self, entry: tuple[Any, ...]) -> None:
         kind = entry[2]
         self.dispatched[kind] += 1
-        if self.paused and kind != _CALL:
+        if self.paused:
             host = self.hosts.get(entry[4] if kind == _DELIVER else entry[3])
             if host in self.paused:
                 self._deferred.setdefault(host, []).append(entry)
@@ -342,14 +366,19 @@ class Simulation:
                 ctx = Context(self.now, address)
                 actor.on_timer(ctx, name, data)
                 self._apply(address, ctx)
-        else:
-            entry[3](*entry[4])
 
     def pending_clear(self) -> None:
         """Forget every pending event (see ``Cluster.release``)."""
         self._heap.clear()
+        self._calls.clear()
+        self._next_call = 0
         self._held.clear()
         self._deferred.clear()
 
     def pending(self) -> int:
-        return len(self._heap)
+        """How many deliveries, timers and calls wait to run."""
+        return len(self._heap) + len(self._calls) - self._next_call
+
+    def pending_entries(self) -> list[tuple[Any, ...]]:
+        """Every waiting entry, in the order they will run."""
+        return sorted(self._heap + self._calls[self._next_call :], key=lambda e: (e[0], e[1]))

@@ -388,12 +388,14 @@ def _schedule_workload(cluster: Cluster, workload: Workload, duration_ms: int) -
     n = 0
     if workload.client is not None:
         cluster.producer("client", **dict(workload.client))
+    else:  # the bare producer: checked once here, each batch sent without the step's checks
+        send, tp, acks = cluster._client_steps.send, cluster.tp, cluster._acks(workload.acks)
     for i, t in enumerate(range(workload.interval_ms, duration_ms, workload.interval_ms)):
         values = [f"r{i}.{j}" for j in range(workload.batch)]
         if workload.client is not None:
             cluster.at(t, "produce", values=values, producer="client")
         else:
-            cluster.at(t, "produce", values=values, acks=workload.acks)
+            cluster.sim.call_at(t, send, tp, values, acks)
         n += len(values)
     return n
 
