@@ -93,6 +93,42 @@ def test_a_call_scheduled_in_the_past_runs_now():
     assert seen == [100]
 
 
+def test_calls_and_timers_interleave_as_one_queue_in_time_then_scheduling_order():
+    """Scheduled calls wait beside the heap of deliveries and timers; the loop must still run
+    everything in (time, scheduling order), including a call scheduled by a running call for
+    the same instant and one scheduled out of order among calls already waiting."""
+    sim, a, _ = two_actors()
+    order: list[str] = []
+    sim.observers.append(lambda e: order.append(f"{e.kind}@{e.time_ms}"))
+
+    def chain() -> None:
+        order.append(f"chain@{sim.now}")
+        sim.call_at(sim.now, lambda: order.append(f"same-instant@{sim.now}"))
+
+    sim.call_at(10, lambda: order.append("call@10"))
+    sim.call_at(30, lambda: order.append("call@30"))
+    sim.call_at(20, chain)  # out of order: inserted between the two waiting calls
+    sim.call_at(20, sim.command, "a", ("b", Ping(1)))  # a send at 20: its delivery too
+    assert sim.pending() == 4
+    sim.run_until(25)
+    # the command was scheduled before the chain ran, the delivery when the command sent
+    assert order == ["call@10", "chain@20", "send@20", "same-instant@20", "deliver@20"]
+    assert sim.pending() == 1
+    sim.run_until(40)
+    assert order[-1] == "call@30" and sim.pending() == 0
+
+
+def test_many_calls_keep_their_order_when_the_run_forgets_those_already_made():
+    sim = Simulation(seed=0)
+    seen: list[int] = []
+    for t in range(10_000):
+        sim.call_at(t, seen.append, t)
+    sim.call_at(9_000, seen.append, -1)  # waits behind the call already at 9000
+    sim.run_until(10_000)
+    assert seen == [*range(9_001), -1, *range(9_001, 10_000)]
+    assert sim.pending() == 0 and sim.dispatched[2] == 10_001
+
+
 def test_trace_events_have_increasing_sequence_numbers_and_times():
     sim, _, _ = two_actors(latency_ms=(1, 20))
     for n in range(5):
