@@ -4,9 +4,12 @@ mismatch. Scenario files, the explorer and the graders' scenario checks all comp
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any, Protocol
 
 from kafkalab.errors import ActionError
+from kafkalab.sim.outcome import Report
+from kafkalab.sim.views import PER_REPLICA, STATE_READERS
 
 __all__ = ["BROKER_MAPS", "STATE_KEYS", "StateSource", "check_expect"]
 
@@ -20,52 +23,12 @@ class StateSource(Protocol):
 
 
 # The keys of Cluster.state(), in its order: what an expect block can name (but "divergence",
-# the details that "divergent" sums up). tests/test_actions.py checks it against Cluster.state()
-# in every controller mode.
-STATE_KEYS = (
-    "time_ms",
-    "controller",
-    "controller_epoch",
-    "offline_partitions",
-    "under_replicated_partitions",
-    "partitions",
-    "leader",
-    "leader_epoch",
-    "isr",
-    "running",
-    "hw",
-    "leo",
-    "logs",
-    "epoch_cache",
-    "hw_checkpoint",
-    "log_start_offset",
-    "pending_isr",
-    "maximal_isr",
-    "producers",
-    "txn_states",
-    "lso",
-    "acked",
-    "lost_acked",
-    "divergent",
-    "divergence",
-    "hw_regressions",
-    "two_leaders",
-    "errors",
-    "isr_shrinks",
-    "isr_expands",
-    "unclean_elections",
-    "duplicates",
-    "reordered",
-    "consumed",
-    "processed",
-    "aborted_reads",
-    "txn_errors",
-    "consumer_errors",
-    "rejected_requests",
-    "fenced_markers",
-)
+# the details that "divergent" sums up). Declared once, by the readers of kafkalab.sim.views and
+# the fields of the run's Report; tests/test_actions.py checks them against Cluster.state() in
+# every controller mode.
+STATE_KEYS = (*STATE_READERS, *(f.name for f in fields(Report)))
 # Keys whose value maps each broker to something (`hw: {1: 3}`).
-BROKER_MAPS = ("hw", "leo", "logs", "epoch_cache", "hw_checkpoint", "log_start_offset")
+BROKER_MAPS = tuple(PER_REPLICA)
 _AS_SETS = ("isr", "running", "acked", "lost_acked", "maximal_isr")
 _AS_ENTRY_SETS = ("rejected_requests", "fenced_markers")
 

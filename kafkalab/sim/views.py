@@ -3,6 +3,7 @@ expect block can check, as plain data. Plots and widgets import these without th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ActionError
@@ -13,7 +14,7 @@ from kafkalab.sim.facade import ReplicaView
 if TYPE_CHECKING:
     from kafkalab.sim.facade import Facade
 
-__all__ = ["ReplicaView"]
+__all__ = ["PER_REPLICA", "STATE_READERS", "ReplicaView"]
 
 
 def replica(cluster: Facade, broker: int, tp: str) -> ReplicaView:
@@ -46,15 +47,19 @@ def replica(cluster: Facade, broker: int, tp: str) -> ReplicaView:
     )
 
 
+# Each replica's figures, read from its view: an expect block names them per broker (`hw: {1: 3}`).
+PER_REPLICA: dict[str, Callable[[ReplicaView], Any]] = {
+    "hw": lambda v: v.hw,
+    "leo": lambda v: v.leo,
+    "logs": lambda v: v.values,
+    "epoch_cache": lambda v: [list(e) for e in v.epoch_cache],
+    "hw_checkpoint": lambda v: v.hw_checkpoint,
+    "log_start_offset": lambda v: v.log_start_offset,
+}
+
+
 def _per_replica(views: dict[int, ReplicaView]) -> dict[str, Any]:
-    return {
-        "hw": {b: v.hw for b, v in views.items()},
-        "leo": {b: v.leo for b, v in views.items()},
-        "logs": {b: v.values for b, v in views.items()},
-        "epoch_cache": {b: [list(e) for e in v.epoch_cache] for b, v in views.items()},
-        "hw_checkpoint": {b: v.hw_checkpoint for b, v in views.items()},
-        "log_start_offset": {b: v.log_start_offset for b, v in views.items()},
-    }
+    return {key: {b: get(v) for b, v in views.items()} for key, get in PER_REPLICA.items()}
 
 
 def partition_summary(cluster: Facade, tp: str, st: CommittedPartition) -> dict[str, Any]:
@@ -129,25 +134,54 @@ def lso(cluster: Facade) -> dict[str, int]:
     return out
 
 
+class _Reading:
+    """What one :func:`state` call reads from the cluster, each at most once."""
+
+    def __init__(self, cluster: Facade) -> None:
+        self.cluster = cluster
+        self.states = cluster.partition_states()
+        self.metrics = partition_metrics(self.states.values())
+        self.views = cluster.replicas_view()
+        self.in_flight = isr_in_flight(cluster, cluster.tp, self.states[cluster.tp])
+
+
+def _replica_reader(get: Callable[[ReplicaView], Any]) -> Callable[[_Reading], Any]:
+    return lambda r: {b: get(v) for b, v in r.views.items()}
+
+
+def _metric_reader(key: str) -> Callable[[_Reading], Any]:
+    return lambda r: r.metrics[key]
+
+
+def _in_flight_reader(key: str) -> Callable[[_Reading], Any]:
+    return lambda r: r.in_flight[key]
+
+
+# Cluster.state(), in its order, but for the run's report (``Report.as_dict()``), which follows:
+# the one declaration of what an expect block can name (kafkalab.sim.expect.STATE_KEYS).
+STATE_READERS: dict[str, Callable[[_Reading], Any]] = {
+    "time_ms": lambda r: r.cluster.now,
+    "controller": lambda r: r.cluster.controller,
+    "controller_epoch": lambda r: r.cluster.controller_epoch,
+    **{key: _metric_reader(key) for key in ("offline_partitions", "under_replicated_partitions")},
+    "partitions": lambda r: {
+        tp: partition_summary(r.cluster, tp, st) for tp, st in r.states.items()
+    },
+    "leader": lambda r: r.cluster.leader,
+    "leader_epoch": lambda r: r.cluster.leader_epoch,
+    "isr": lambda r: r.cluster.isr,
+    "running": lambda r: r.cluster.running(),
+    **{key: _replica_reader(get) for key, get in PER_REPLICA.items()},
+    **{key: _in_flight_reader(key) for key in ("pending_isr", "maximal_isr")},
+    "producers": lambda r: r.cluster.producers(),
+    "txn_states": lambda r: r.cluster.txn_states(),
+    "lso": lambda r: r.cluster.lso(),
+}
+
+
 def state(cluster: Facade) -> dict[str, Any]:
     """Everything an expect block can check, as plain data (broker ids as keys)."""
-    views = cluster.replicas_view()
-    report = cluster.report()
-    states = cluster.partition_states()
-    return {
-        "time_ms": cluster.now,
-        "controller": cluster.controller,
-        "controller_epoch": cluster.controller_epoch,
-        **partition_metrics(states.values()),
-        "partitions": {tp: partition_summary(cluster, tp, st) for tp, st in states.items()},
-        "leader": cluster.leader,
-        "leader_epoch": cluster.leader_epoch,
-        "isr": cluster.isr,
-        "running": cluster.running(),
-        **_per_replica(views),
-        **isr_in_flight(cluster, cluster.tp, states[cluster.tp]),
-        "producers": cluster.producers(),
-        "txn_states": cluster.txn_states(),
-        "lso": cluster.lso(),
-        **report.as_dict(),
-    }
+    reading = _Reading(cluster)
+    out = {key: read(reading) for key, read in STATE_READERS.items()}
+    out.update(cluster.report().as_dict())
+    return out
