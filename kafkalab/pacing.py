@@ -7,6 +7,10 @@ prints or draws), :data:`MINUTES_PER_PREDICTION` on each **Predict** prompt, and
 "Estimated time" line and the README's lesson table print these figures, rounded to 5 minutes;
 ``tests/test_lessons.py`` checks that they still match the notebooks.
 
+A lesson longer than :data:`LONGEST_LESSON_MIN` is split into parts, each a notebook of its own
+named by the lesson's number and a letter (``05a-...``, ``05b-...``). The parts share the
+lesson's one exercise (``exercises/source/05-*.ipynb``), which counts after the last part.
+
     python -m kafkalab.pacing        # the table, lesson by lesson
 """
 
@@ -24,6 +28,7 @@ __all__ = [
     "READING_WPM",
     "Pace",
     "course",
+    "lesson_paths",
     "measure",
 ]
 
@@ -32,6 +37,7 @@ MINUTES_PER_CELL = 1.0
 MINUTES_PER_PREDICTION = 1.0
 MINUTES_PER_QUESTION = 5.0
 LONGEST_LESSON_MIN = 60  # a lesson longer than this should be split
+LESSON_GLOBS = ("[0-9][0-9]-*.ipynb", "[0-9][0-9][a-z]-*.ipynb")  # a lesson, or a part of one
 
 ROOT = Path(__file__).resolve().parent.parent
 _WORD = re.compile(r"[A-Za-z0-9][\w'.-]*|[\u4e00-\u9fff]")
@@ -78,12 +84,25 @@ def measure(path: str | Path) -> Pace:
     return Pace(words, code, predictions, questions)
 
 
+def lesson_paths(root: Path = ROOT) -> list[Path]:
+    """The lesson notebooks in course order: ``NN-topic.ipynb``, or a lesson's parts
+    ``NNa-topic.ipynb``, ``NNb-topic.ipynb``, ..."""
+    folder = root / "notebooks"
+    return sorted(path for pattern in LESSON_GLOBS for path in folder.glob(pattern))
+
+
 def course(root: Path = ROOT) -> list[tuple[str, Pace, Pace | None]]:
-    """Each lesson's name, its pace, and its exercise's (None when it has none)."""
+    """Each lesson's (or part's) name, its pace, and its exercise's: the exercise of lesson NN
+    is ``exercises/source/NN-*.ipynb``, counted on the lesson's last part (None on the other
+    parts, and for a lesson without one)."""
+    lessons = lesson_paths(root)
+    last = {path.name[:2]: path for path in lessons}  # in course order: the last part wins
     out = []
-    for lesson in sorted((root / "notebooks").glob("[0-9][0-9]-*.ipynb")):
-        exercise = root / "exercises" / "source" / lesson.name
-        out.append((lesson.stem, measure(lesson), measure(exercise) if exercise.exists() else None))
+    for lesson in lessons:
+        number = lesson.name[:2]
+        exercises = sorted((root / "exercises" / "source").glob(f"{number}-*.ipynb"))
+        exercise = measure(exercises[0]) if exercises and last[number] == lesson else None
+        out.append((lesson.stem, measure(lesson), exercise))
     return out
 
 

@@ -1,7 +1,7 @@
 """What the exhaustive search finds from bare configs alone: the searches that take tens of
 seconds each (a file of their own, so that make test runs them beside the rest).
 
-Lesson 6 runs KIP-101's loss (with leader epochs on and off) and the divergence searches of 0.11
+Lesson 6b runs KIP-101's loss (with leader epochs on and off) and the divergence searches of 0.11
 and 2.0, and Lesson 7 the acks=1 and unclean-election searches; nbval compares their stored
 outputs, schedules and state counts included, on every make test."""
 
@@ -53,7 +53,7 @@ def test_the_safe_config_loses_a_record_only_when_every_replica_loses_power() ->
 
 
 def test_the_0_11_divergence_needs_kip_279_and_kafka_7415_together() -> None:
-    """The 10-step schedule Lesson 6's search finds for 0.11 with unclean election: broker 1,
+    """The 10-step schedule Lesson 6b's search finds for 0.11 with unclean election: broker 1,
     elected uncleanly with r1 from epoch 0, has recorded no epoch 2 (before KAFKA-7415) and
     answers "undefined" for epoch 1, so broker 2 keeps r2. KIP-279 alone (an answer naming its
     epoch) or KAFKA-7415 alone (the new leader records its epoch at once) leaves the logs
