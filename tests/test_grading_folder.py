@@ -74,7 +74,7 @@ def test_grade_a_folder_into_a_csv(submissions: Path, tmp_path: Path) -> None:
     )
     assert code == 1  # the wrong assignment could not be graded
     rows = {r["submission"]: r for r in csv.DictReader(out.open())}
-    header = ["submission", "follower_hw", "leader_hw", "predict_hw", "total", "possible"]
+    header = ["submission", "learner_id", "follower_hw", "leader_hw", "predict_hw", "total"]
     assert list(next(iter(rows.values())))[:6] == header
     got = {
         name: (r["follower_hw"], r["leader_hw"], r["predict_hw"], r["total"], r["status"])
@@ -125,17 +125,19 @@ def test_an_interrupted_grading_run_leaves_nothing_behind(
     import signal
     import subprocess
     import sys
-    import tempfile
     import time
 
     import psutil
 
-    before = set(Path(tempfile.gettempdir()).glob("kafkalab-grade-*"))
+    # its own temporary folder, so that gradings running beside it (pytest-xdist) do not count
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafkalab.cli", "grade", str(submissions), "--assignment", NAME]
         + ["--out", str(tmp_path / "g.csv")],
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TMPDIR": str(own_tmp)},
     )
     deadline = time.monotonic() + 120
     judges: list[psutil.Process] = []
@@ -147,6 +149,7 @@ def test_an_interrupted_grading_run_leaves_nothing_behind(
             if "kafkalab.grading.judge" in " ".join(p.cmdline())
         ]
     assert judges, "no judge started"
+    assert list(own_tmp.glob("kafkalab-grade-*")), "the run's folder is where the test looks"
     family = psutil.Process(proc.pid).children(recursive=True)
     os.kill(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -160,5 +163,5 @@ def test_an_interrupted_grading_run_leaves_nothing_behind(
         except psutil.NoSuchProcess:
             pass
     assert not alive
-    assert set(Path(tempfile.gettempdir()).glob("kafkalab-grade-*")) <= before
+    assert not list(own_tmp.glob("kafkalab-grade-*"))
     assert not (tmp_path / "g.csv").exists()

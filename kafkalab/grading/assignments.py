@@ -22,6 +22,7 @@ import io
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -114,9 +115,26 @@ def assign(source: Path, out_dir: Path) -> Generated:
     zips = sorted((out_dir / "autograder").glob("*.zip"))
     if not zips:
         raise ConfigError(f"{source.name}: the assignment config must say 'generate: true'")
+    _hide_setup_answers(student)
     for nb_path in (student, solution):
         _normalise_file(nb_path)
     return Generated(student, solution, zips[-1])
+
+
+_SETUP_ANSWER = re.compile(r"^(\s*)([A-Za-z_]\w*)\s*=.*#\s*SOLUTION\s*$", re.MULTILINE)
+
+
+def _hide_setup_answers(path: Path) -> None:
+    """Otter hides the answers inside questions; a line ``name = value  # SOLUTION`` in a cell
+    outside them (the learner's ``learner_id``) becomes ``name = ...`` in the student notebook
+    too."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = _SETUP_ANSWER.sub(r"\1\2 = ...", cell.source)
+    nbformat.write(nb, path)
 
 
 def _normalise_file(path: Path) -> None:
@@ -223,6 +241,7 @@ class GradeRow:
     """One submission's grade: points per question, total, and how grading went."""
 
     submission: str
+    learner_id: str = ""  # what the hand-in's learner_id cell says (it chose their variants)
     scores: dict[str, float] = field(default_factory=dict)
     possible: dict[str, float] = field(default_factory=dict)
     status: str = "graded"
@@ -366,7 +385,7 @@ def _grade_one(
     slot: int,
 ) -> GradeRow:
     index, path = index_and_path
-    row = GradeRow(path.name, dict.fromkeys(questions, 0.0), dict(questions))
+    row = GradeRow(path.name, scores=dict.fromkeys(questions, 0.0), possible=dict(questions))
     problem = _check_notebook(path, settings.assignment)
     if problem is not None:
         row.status = problem
@@ -423,6 +442,7 @@ def _grade_one(
     if "status" in result:
         row.status = str(result["status"])
         return row
+    row.learner_id = _sheet_text(result.get("learner_id"))
     row.scores = honest_scores(result.get("scores"), questions)
     row.feedback = result.get("feedback") or {}
     row.status = _status(result, settings)
@@ -556,17 +576,27 @@ def _write_csv(rows: Sequence[GradeRow], questions: dict[str, float], out_csv: P
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     names = list(questions)
-    writer.writerow(["submission", *names, "total", "possible", "status"])
+    writer.writerow(["submission", "learner_id", *names, "total", "possible", "status"])
     possible = round(sum(questions.values()), 4)
     for row in rows:
         writer.writerow(
-            [row.submission, *(_num(row.scores[n]) for n in names), _num(row.total)]
+            [row.submission, row.learner_id]
+            + [*(_num(row.scores[n]) for n in names), _num(row.total)]
             + [_num(possible), row.status]
         )
     out_csv = out_csv.resolve()
     if not out_csv.parent.is_dir():
         raise ConfigError(f"--out {str(out_csv)!r}: the folder does not exist")
     write_atomically(out_csv, buffer.getvalue())
+
+
+def _sheet_text(value: Any) -> str:
+    """A hand-in's text for a cell of the grade sheet: printable, at most 80 characters, and
+    never read as a formula by a spreadsheet (a leading =, +, - or @ is quoted)."""
+    if not isinstance(value, str):
+        return ""
+    text = "".join(ch for ch in value if ch.isprintable())[:80]
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@") else text
 
 
 def _num(value: float) -> str:

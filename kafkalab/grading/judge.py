@@ -37,6 +37,7 @@ from typing import Any
 
 from kafkalab.grading.checks import Feedback, _show_call, time_limit
 from kafkalab.grading.sandbox import Limits, Sandbox
+from kafkalab.grading.variants import check_learner_id
 from kafkalab.grading.wire import (
     MAX_MESSAGE_BYTES,
     Ref,
@@ -544,17 +545,28 @@ def grade(
         environment = Environment(session)
         for question in questions:
             scores[question.name], feedback[question.name] = _run_question(question, environment)
+        learner = _learner_label(environment.get("learner_id"))
     except SandboxError as err:
         return {"status": f"error: {err}"}
     finally:
         session.close()
     labels = [label for label, _ in cells]
     return {
+        "learner_id": learner,
         "scores": scores,
         "feedback": feedback,
         "skipped": [[labels[i], why] for i, why in sorted(session.skipped.items())],
         "errors": [[labels[i], text] for i, text in sorted(session.errors.items())],
     }
+
+
+def _learner_label(value: Any) -> str:
+    """The hand-in's ``learner_id`` for the grade sheet: its text when it is a valid id (what
+    chose the learner's variants), else empty."""
+    try:
+        return check_learner_id(value)
+    except Feedback:
+        return ""
 
 
 def _run_question(question: Question, environment: Environment) -> tuple[float, list[str]]:
