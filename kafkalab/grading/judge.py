@@ -37,7 +37,7 @@ from typing import Any
 
 from kafkalab.grading.checks import Feedback, _show_call, time_limit
 from kafkalab.grading.sandbox import Limits, Sandbox
-from kafkalab.grading.variants import check_learner_id
+from kafkalab.grading.variants.base import check_learner_id
 from kafkalab.grading.wire import (
     MAX_MESSAGE_BYTES,
     Ref,
