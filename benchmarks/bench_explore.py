@@ -48,7 +48,7 @@ CRASHES = CRASH_ACTIONS
 SAFE = EXAMPLES["safe"]
 KIP_101 = EXAMPLES["kip101"]
 
-# The divergence searches of Lesson 6: two records, two crashes, time passing only when it lets
+# The divergence searches of Lesson 6b: two records, two crashes, time passing only when it lets
 # the controller act (elect), logs_agree_below_hw only.
 DIVERGE: dict[str, Any] = dict(
     brokers=2,

@@ -357,3 +357,131 @@ def test_the_explorer_stills_have_no_overlapping_labels(name: str) -> None:
         assert model.go_to(position).ok
         found = overlaps(still_figure(model))
         assert found == [], f"{name} at step {position}: {found}"
+
+
+def test_the_course_labels_count_and_can_move_off_one_another() -> None:
+    """Labels drawn by kafkalab's own artist (a message's name on its arrow) are checked
+    like any text, and ``avoid`` moves a label off one drawn before it."""
+    from kafkalab.viz.labels import overlaps
+
+    crowded = _axes()
+    labels = Labels()
+    labels.add(0.5, 0.5, "first label")
+    labels.add(0.5, 0.5, "second label")
+    crowded.add_artist(labels)
+    assert overlaps(crowded.figure) == [("first label", "second label")]
+    spaced = _axes()
+    labels = Labels(avoid=True)
+    for text in ("one", "two", "three"):
+        labels.add(0.5, 0.5, text)
+    spaced.add_artist(labels)
+    assert overlaps(spaced.figure) == []
+    (_, first), (_, second), _ = labels.placed
+    assert first.x0 == second.x0 and abs(first.y0 - second.y0) >= first.height
+
+
+# ---- message diagrams: width, a node's own actions, time to scale -------------------------------
+
+
+def _timed_produce() -> Cluster:
+    """Lesson 2's run: idle followers, then one record at 1700 ms (purgatory waits of 500 ms)."""
+    t = Cluster(brokers=3, mode="timed", seed=3)
+    t.at(1700, "produce", "m1")
+    t.run(until_ms=3000)
+    return t
+
+
+def test_message_diagrams_use_their_width_for_the_lanes() -> None:
+    ax = draw_messages(KIP101[0], ax=_axes(), steps=(1, 4))
+    left, right = ax.get_xlim()
+    assert left == -0.5  # the step names sit inside, over the first lane: no empty margin
+    lanes = len(message_flow(KIP101[0], steps=(1, 4)).lanes)
+    assert lanes / (right - left) > 0.9  # each lane's unit of width, and nothing beside them
+
+
+def test_time_to_scale_makes_a_wait_as_tall_as_it_was_long() -> None:
+    flow = message_flow(_timed_produce(), steps=1)
+    rows = flow.y_of(None)
+    scaled = flow.y_of(100)
+    times = flow.row_times
+    waits = [
+        (r, r2)
+        for r, r2 in zip(sorted(times), sorted(times)[1:], strict=False)
+        if times[r2] - times[r] >= 400
+    ]
+    assert waits, "the run has its purgatory waits"
+    for r, r2 in waits:
+        assert rows(r2) - rows(r) == r2 - r  # by default one row each, whatever the time
+        gap = scaled(r2) - scaled(r)
+        assert gap == pytest.approx(r2 - r + (times[r2] - times[r]) / 100)
+    ax = draw_messages(flow, ax=_axes(), time_scale_ms=100)
+    assert "1,700 ms" in _texts(ax)
+    assert "to scale" in ax.get_title(loc="left")
+
+
+def test_a_message_a_node_sends_itself_is_a_mark_on_its_lane() -> None:
+    from kafkalab.viz.messages import Arrow, Flow
+
+    flow = Flow(
+        ["1", "2"],
+        arrows=[
+            Arrow("1", "1", 1, 2, "ExpireSession", "coordination", "delivered"),
+            Arrow("1", "2", 3, 4, "Fetch @0", "replication", "delivered"),
+        ],
+        rows=5,
+    )
+    ax = draw_messages(flow, ax=_axes())
+    shafts = [seg for coll in ax.collections for seg in coll.get_segments() if len(seg) == 2]
+    assert not [
+        s
+        for s in shafts
+        if s[0][0] == s[1][0] and s[0][1] != s[1][1] and s[0][0] == 0 and s[1][1] < 5
+    ]  # no arrow along lane 1's own line
+    assert any(ln.get_marker() == "D" for ln in ax.lines)
+    assert "ExpireSession" in _texts(ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "a node's own action" in legend
+
+
+def test_an_isr_change_at_the_end_of_a_run_is_drawn_inside_the_plot() -> None:
+    s = scenarios.get("stuck-follower-leaves-isr")
+    c, _ = scenarios.replay(s)
+    ax = draw_isr(c, ax=_axes(), x="time")
+    samples = replication_series(c, x="time")[1]
+    assert ax.get_xlim()[1] > samples[-1].x + (samples[-1].x - samples[0].x) / 20
+
+
+def test_the_tradeoff_and_isr_lag_explorer_pictures_have_no_overlapping_labels() -> None:
+    """The two explorers drawn without pyplot: the trade-off comparison at its fullest (six
+    settings side by side) and the ISR-lag picture under each lag rule."""
+    from kafkalab.viz.labels import overlaps
+    from kafkalab.widgets.isr_lag import LAG_RULES, IsrLagModel, IsrLagSettings
+    from kafkalab.widgets.render import tradeoffs_figure
+    from kafkalab.widgets.tradeoff import TradeoffModel, TradeoffSettings
+
+    model = TradeoffModel()
+    for acks, min_isr, unclean in [
+        ("all", 2, False),
+        ("1", 1, False),
+        ("all", 1, True),
+        ("0", 1, False),
+        ("all", 3, False),
+        ("1", 2, True),
+    ]:
+        settings = TradeoffSettings(
+            acks=acks,
+            min_insync_replicas=min_isr,
+            unclean_leader_election_enable=unclean,
+            seeds=1,
+            duration_ms=4000,
+            settle_ms=2000,
+        )
+        model.run(settings)
+    compared = model.compared()
+    assert len(compared) == 6
+    assert overlaps(tradeoffs_figure(compared)) == []
+    isr_model = IsrLagModel()
+    for rule in LAG_RULES:
+        result = isr_model.run(IsrLagSettings(lag_rule=rule, duration_ms=20000))
+        ax = draw_isr(result.cluster, ax=_axes(), x="time")
+        assert overlaps(ax.figure) == [], rule

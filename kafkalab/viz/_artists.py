@@ -24,7 +24,7 @@ from typing import Any
 from matplotlib.artist import Artist
 from matplotlib.collections import PolyCollection
 from matplotlib.font_manager import FontProperties
-from matplotlib.transforms import IdentityTransform
+from matplotlib.transforms import Bbox, IdentityTransform
 
 __all__ = ["ArrowHeads", "Label", "Labels"]
 
@@ -85,10 +85,21 @@ class Label:
 class Labels(Artist):
     """Labels drawn as text, with a card of ``card`` colour behind each one when given."""
 
-    def __init__(self, *, card: str | None = None, card_alpha: float = 0.85, pad: float = 1.0):
+    def __init__(
+        self,
+        *,
+        card: str | None = None,
+        card_alpha: float = 0.85,
+        pad: float = 1.0,
+        avoid: bool = False,
+    ):
         super().__init__()
         self.items: list[Label] = []
         self.card, self.card_alpha, self.pad = card, card_alpha, pad
+        # With ``avoid``, a label that would cover one drawn before it moves up or down by a
+        # line or a few until it is clear (or stays, when no nearby place is).
+        self.avoid = avoid
+        self.placed: list[tuple[str, Bbox]] = []  # the boxes of the last draw, in display units
         self.set_in_layout(False)
 
     def add(self, x: float, y: float, text: str, **style: Any) -> None:
@@ -106,6 +117,7 @@ class Labels(Artist):
         height = renderer.get_canvas_width_height()[1]
         flip = renderer.flipy()
         cards, lines = [], []
+        placed: list[tuple[str, Bbox]] = []
         for item, (px, py) in zip(self.items, points, strict=True):
             prop = _prop(item.size, item.weight)
             rows = item.text.split("\n")
@@ -116,6 +128,12 @@ class Labels(Artist):
             block_h = ascent + descent + step * (len(rows) - 1)
             left = {"left": px, "center": px - block_w / 2, "right": px - block_w}[item.ha]
             top = {"top": py, "center": py + block_h / 2, "bottom": py + block_h}[item.va]
+            box = Bbox.from_extents(
+                left - pad, top - block_h - pad, left + block_w + pad, top + pad
+            )
+            if self.avoid:
+                top, box = _clear_place(box, top, [b for _, b in placed], self.axes.bbox)
+            placed.append((item.text, box))
             if self.card is not None:
                 x0, x1 = left - pad, left + block_w + pad
                 y0, y1 = top - block_h - pad, top + pad
@@ -126,6 +144,7 @@ class Labels(Artist):
                 )
                 baseline = top - ascent - i * step
                 lines.append((x, height - baseline if flip else baseline, row, prop, item.color))
+        self.placed = placed
         if cards:
             _polygons(self, cards, self.card, self.card_alpha).draw(renderer)
         gc = renderer.new_gc()
@@ -135,6 +154,27 @@ class Labels(Artist):
                 renderer.draw_text(gc, x, y, row, prop, 0.0)
         finally:
             gc.restore()
+
+
+_NUDGES = (0, 1, -1, 2, -2, 3, -3, 4, -4)  # label heights to move by, nearest first
+
+
+def _clear_place(box: Bbox, top: float, taken: list[Bbox], within: Bbox) -> tuple[float, Bbox]:
+    """The nearest vertical place for ``box`` (whose text's top is at ``top``) that overlaps
+    none of ``taken`` and, when moved, stays ``within`` the Axes; the original place when none
+    of the nudges is clear."""
+    step = box.height + 1.0
+    for k in _NUDGES:
+        moved = box.translated(0, k * step)
+        if k and (moved.y0 < within.y0 or moved.y1 > within.y1):
+            continue
+        if not any(_intersect(moved, other) for other in taken):
+            return top + k * step, moved
+    return top, box
+
+
+def _intersect(a: Bbox, b: Bbox) -> bool:
+    return min(a.x1, b.x1) - max(a.x0, b.x0) >= 1.0 and min(a.y1, b.y1) - max(a.y0, b.y0) >= 1.0
 
 
 _PROPS: dict[tuple[float, str], FontProperties] = {}

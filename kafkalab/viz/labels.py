@@ -1,7 +1,8 @@
 """Text labels that overlap: every picture of the course is drawn without any.
 
 :func:`overlaps` draws a figure and lists the pairs of texts it drew (titles, axis labels, tick
-labels, legend entries, annotations) whose boxes intersect. Only what is drawn counts: an axis
+labels, legend entries, annotations, and the labels the course's diagrams draw themselves, such
+as a message's name on its arrow) whose boxes intersect. Only what is drawn counts: an axis
 keeps spare tick labels it does not draw, and a hidden axis draws none of its own.
 
 :func:`watch` is a matplotlib figure hook: with ``figure.hooks: kafkalab.viz.labels:watch`` in a
@@ -20,6 +21,8 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+
+from kafkalab.viz._artists import Labels
 
 __all__ = ["RC_DIR", "overlaps", "watch"]
 
@@ -55,12 +58,16 @@ def _recorded(sink: dict[int, dict[int, Text]]) -> Iterator[None]:
             Text.draw = _original_draw  # type: ignore[method-assign]
 
 
-def _pairs(texts: list[Text], renderer: Any) -> list[tuple[str, str]]:
+def _pairs(texts: list[Text], renderer: Any, fig: Figure | None = None) -> list[tuple[str, str]]:
     boxes = []
     for text in texts:
         box = text.get_window_extent(renderer)
         if box.width > 0 and box.height > 0:
             boxes.append((text.get_text(), box))
+    if fig is not None:  # and the labels of the course's own label artists (arrow labels...)
+        for artist in fig.findobj(Labels):
+            if artist.get_visible() and artist.axes is not None and artist.axes.get_visible():
+                boxes += artist.placed
     found = []
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1 :]:
@@ -79,7 +86,7 @@ def overlaps(fig: Figure) -> list[tuple[str, str]]:
     with _recorded(sink):
         fig.canvas.draw()
     texts = list(sink.get(id(fig), {}).values())
-    return _pairs(texts, fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    return _pairs(texts, fig.canvas.get_renderer(), fig)  # type: ignore[attr-defined]
 
 
 def watch(fig: Figure) -> None:
@@ -91,7 +98,7 @@ def watch(fig: Figure) -> None:
 
     def check(event: Any) -> None:
         texts = list(_watched.pop(id(fig), {}).values())
-        for a, b in _pairs(texts, event.renderer):
+        for a, b in _pairs(texts, event.renderer, fig):
             print(f"label overlap: {a!r} and {b!r}")
 
     fig.canvas.mpl_connect("draw_event", check)

@@ -9,7 +9,7 @@ crash cuts a lane (dotted until the restart).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +91,23 @@ class Flow:
     boundaries: list[Boundary] = field(default_factory=list)
     rows: int = 0
     omitted: int = 0  # messages before the window that were left out
+    row_times: dict[int, int] = field(default_factory=dict)  # simulated ms of each row
+
+    def y_of(self, time_scale_ms: float | None) -> Callable[[float], float]:
+        """Where a row is drawn: at its number, or with ``time_scale_ms`` one more row of
+        space for every ``time_scale_ms`` of simulated time since the first row, so that a wait
+        is as tall as it was long."""
+        if not time_scale_ms or not self.row_times:
+            return lambda row: row
+        rows = sorted(self.row_times)
+        start = self.row_times[rows[0]]
+
+        def y(row: float) -> float:
+            known = [r for r in rows if r <= row]
+            t = self.row_times[known[-1]] if known else start
+            return row + (t - start) / time_scale_ms
+
+        return y
 
 
 def _name(msg: Any) -> str:
@@ -208,9 +225,11 @@ class _FlowBuilder:
         self.lanes: set[str] = set()
         self.pending: dict[tuple[str, str], list[tuple[int, Any, int]]] = {}
         self.flow = Flow([])
+        self.now = 0
 
     def add(self, e: Event, hidden: set[str]) -> None:
         kind, data = e.kind, e.data
+        self.now = e.time_ms
         if kind == "step":
             if "index" in data:
                 label = self.step_labels.get(data["index"])
@@ -251,6 +270,7 @@ class _FlowBuilder:
 
     def _next(self) -> int:
         self.row += 1
+        self.flow.row_times[self.row] = self.now
         return self.row
 
     def _boundary(self, text: str) -> None:
@@ -334,6 +354,7 @@ def clip_flow(flow: Flow, max_rows: int) -> Flow:
         boundaries=[Boundary(b.row - start, b.text) for b in flow.boundaries if b.row >= start],
         rows=max_rows,
         omitted=flow.omitted + len(flow.arrows) - len(kept),
+        row_times={r - start: t for r, t in flow.row_times.items() if r >= start},
     )
 
 
@@ -364,13 +385,17 @@ def draw_messages(
     title: str | None = None,
     legend: bool = True,
     step_labels: Mapping[int, str] | None = None,
+    time_scale_ms: float | None = None,
 ) -> Any:
     """Draw the Lamport diagram of a trace (a Cluster, a Trace, or a :class:`Flow` already laid
     out by :func:`message_flow`) and return the Axes.
 
     ``steps`` picks one step or an inclusive range (0: start-up); ``hide`` leaves out message
     types by name; at most ``max_rows`` rows (the latest) are drawn. ``legend=False`` leaves
-    the key out."""
+    the key out. By default rows follow the order things happened; ``time_scale_ms`` adds a
+    row of space for every that many simulated ms (a 500 ms wait with ``time_scale_ms=100`` is
+    five rows tall) and prints the time beside the lanes. A message a node sends itself is drawn
+    as a mark on its lane, not as an arrow."""
     flow = (
         source
         if isinstance(source, Flow)
@@ -379,21 +404,30 @@ def draw_messages(
         )
     )
     lanes = {name: i for i, name in enumerate(flow.lanes)}
+    y = flow.y_of(time_scale_ms)
+    bottom = y(flow.rows) + 1
     with style():
         if ax is None:
-            ax = new_axes(2.8 + 1.5 * max(len(lanes), 2), 1.6 + 0.26 * flow.rows)
+            ax = new_axes(0.8 + 1.6 * max(len(lanes), 2), 1.6 + 0.26 * bottom)
         ax.set_facecolor(PAPER)
-        _lanes(ax, flow, lanes)
-        labels = Labels(card=PAPER, card_alpha=0.8, pad=0.8)  # carded: arrows run under them
+        _lanes(ax, flow, lanes, y, bottom)
+        # carded (arrows run under them), and moved off one another where they would collide
+        labels = Labels(card=PAPER, card_alpha=0.85, pad=0.8, avoid=True)
         for b in flow.boundaries:
-            ax.axhline(b.row, color=MUTED, linewidth=0.6, linestyle="--", zorder=0)
-            labels.add(-0.55, b.row, b.text, weight="bold", ha="right")
-        _arrows(ax, [a for a in flow.arrows if a.src in lanes and a.dst in lanes], lanes, labels)
+            ax.axhline(y(b.row), color=MUTED, linewidth=0.6, linestyle="--", zorder=0)
+            labels.add(-0.45, y(b.row) + 0.08, b.text, weight="bold", ha="left", va="top")
+        shown = [a for a in flow.arrows if a.src in lanes and a.dst in lanes]
+        _arrows(ax, [a for a in shown if a.src != a.dst], lanes, labels, y)
+        for a in shown:
+            if a.src == a.dst:  # a node's message to itself: something it does, not a send
+                _own_action(ax, a, lanes[a.src], labels, y)
+        for m in flow.marks:
+            _mark(ax, m, lanes[m.node], labels, y)
+        if time_scale_ms:
+            _times(flow, len(lanes), labels, y)
         labels.set_zorder(6)
         ax.add_artist(labels)
-        for m in flow.marks:
-            _mark(ax, m, lanes[m.node])
-        _frame(ax, flow, title, legend)
+        _frame(ax, flow, title, legend, bottom, timed=bool(time_scale_ms))
     return ax
 
 
@@ -417,10 +451,16 @@ def _down_spans(flow: Flow, node: str) -> list[tuple[float, float]]:
     return spans
 
 
-def _lanes(ax: Any, flow: Flow, lanes: dict[str, int]) -> None:
+def _lanes(
+    ax: Any, flow: Flow, lanes: dict[str, int], y: Callable[[float], float], bottom: float
+) -> None:
     """One line per node; dotted (over a white gap) while the node is down."""
-    lines = [[(x, 0), (x, flow.rows + 1)] for x in lanes.values()]
-    down = [[(x, a), (x, b)] for node, x in lanes.items() for a, b in _down_spans(flow, node)]
+    lines = [[(x, 0), (x, bottom)] for x in lanes.values()]
+    down = [
+        [(x, y(a)), (x, min(y(b), bottom))]
+        for node, x in lanes.items()
+        for a, b in _down_spans(flow, node)
+    ]
     ax.add_collection(LineCollection(lines, colors=INK, linewidths=1.0, zorder=1), autolim=False)
     if down:
         for color, width, ls, z in ((PAPER, 3.0, "-", 2), (MUTED, 1.0, ":", 3)):
@@ -430,7 +470,13 @@ def _lanes(ax: Any, flow: Flow, lanes: dict[str, int]) -> None:
             )
 
 
-def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int], labels: Labels) -> None:
+def _arrows(
+    ax: Any,
+    arrows: list[Arrow],
+    lanes: dict[str, int],
+    labels: Labels,
+    y: Callable[[float], float],
+) -> None:
     """Every message at once: the shafts of a family as one collection, the heads as one
     artist and the labels into ``labels`` (an ``annotate`` per message costs a layout each)."""
     shafts: dict[str, list[Any]] = {}
@@ -439,17 +485,18 @@ def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int], labels: Labels)
     ty: float
     for a in arrows:
         x0, x1 = lanes[a.src], lanes[a.dst]
+        y0, y1 = y(a.sent), y(a.ended)
         if a.outcome == "lost":
             xm = x0 + (x1 - x0) * 0.55
-            shafts.setdefault("lost", []).append([(x0, a.sent), (xm, a.ended)])
-            crosses.append((xm, a.ended))
-            label, tx, ty = f"{a.label} — LOST ({a.reason or 'lost'})", (x0 + xm) / 2, a.ended
+            shafts.setdefault("lost", []).append([(x0, y0), (xm, y1)])
+            crosses.append((xm, y1))
+            label, tx, ty = f"{a.label} — LOST ({a.reason or 'lost'})", (x0 + xm) / 2, y1
         else:
-            shafts.setdefault(a.category, []).append([(x0, a.sent), (x1, a.ended)])
-            heads.append(((x0, a.sent), (x1, a.ended)))
+            shafts.setdefault(a.category, []).append([(x0, y0), (x1, y1)])
+            heads.append(((x0, y0), (x1, y1)))
             head_colors.append(CATEGORIES[a.category][0])
             label = a.label + (" (in flight)" if a.outcome == "in flight" else "")
-            tx, ty = x0 + (x1 - x0) * 0.5, a.sent + (a.ended - a.sent) * 0.5
+            tx, ty = x0 + (x1 - x0) * 0.5, y0 + (y1 - y0) * 0.5
         labels.add(tx, ty - 0.12, label, size=6.5, va="bottom")
     for family, segments in sorted(shafts.items()):
         color, ls, _ = (LOST_COLOR, "--", "") if family == "lost" else CATEGORIES[family]
@@ -472,6 +519,24 @@ def _arrows(ax: Any, arrows: list[Arrow], lanes: dict[str, int], labels: Labels)
         ax.plot(xs, ys, marker="X", markersize=9, color=LOST_COLOR, zorder=5, linestyle="none")
 
 
+def _own_action(ax: Any, a: Arrow, x: int, labels: Labels, y: Callable[[float], float]) -> None:
+    """A message a node sends itself (a timer's work, a local call): a small diamond on its
+    lane where it is handled, labelled beside it."""
+    color = LOST_COLOR if a.outcome == "lost" else CATEGORIES[a.category][0]
+    ax.plot([x], [y(a.ended)], marker="D", markersize=5, color=color, zorder=5, linestyle="none")
+    labels.add(x + 0.08, y(a.ended), a.label, size=6.5, ha="left")
+
+
+def _times(flow: Flow, n: int, labels: Labels, y: Callable[[float], float]) -> None:
+    """The simulated time beside the lanes wherever it moved on."""
+    last: int | None = None
+    for row in sorted(flow.row_times):
+        t = flow.row_times[row]
+        if t != last:
+            labels.add(n - 0.45, y(row), f"{t:,} ms", size=6.5, color=MUTED, ha="left")
+            last = t
+
+
 _MARK_STYLE = {
     "crash": ("X", LOST_COLOR, "crash"),
     "stopped": ("s", MUTED, "clean stop"),
@@ -481,11 +546,11 @@ _MARK_STYLE = {
 }
 
 
-def _mark(ax: Any, m: Mark, x: int) -> None:
+def _mark(ax: Any, m: Mark, x: int, labels: Labels, y: Callable[[float], float]) -> None:
     marker, color, text = _MARK_STYLE[m.kind]
     ax.plot(
         [x],
-        [m.row],
+        [y(m.row)],
         marker=marker,
         markersize=11,
         color=color,
@@ -493,24 +558,27 @@ def _mark(ax: Any, m: Mark, x: int) -> None:
         linestyle="none",
         zorder=7,
     )
-    ax.text(x + 0.1, m.row, text, ha="left", va="center", fontsize=7.5, fontweight="bold", zorder=7)
+    labels.add(x + 0.12, y(m.row), text, weight="bold", ha="left")
 
 
-def _frame(ax: Any, flow: Flow, title: str | None, legend: bool) -> None:
+def _frame(
+    ax: Any, flow: Flow, title: str | None, legend: bool, bottom: float, *, timed: bool
+) -> None:
     from matplotlib.lines import Line2D
 
     n = max(len(flow.lanes), 1)
-    ax.set_xlim(-0.5 - 0.35 * n - 1.2, n - 0.4)
-    ax.set_ylim(flow.rows + 1, 0)
+    ax.set_xlim(-0.5, n - 0.4 + (0.5 if timed else 0.0))
+    ax.set_ylim(bottom, 0)
     ax.set_axis_off()  # lane names as plain text: an axis lays out its tick labels every draw
     above = ax.get_xaxis_transform()  # x in data, y in Axes units
     for x, node in enumerate(flow.lanes):
         ax.text(x, 1.0, _node_label(node), transform=above, ha="center", va="bottom", gid="lane")
     extra = f" ({flow.omitted} earlier messages not shown)" if flow.omitted else ""
-    ax.set_title((title or "Messages (time runs downwards)") + extra, loc="left", y=1.0, pad=24)
+    default = "Messages (time runs downwards" + (", to scale)" if timed else ")")
+    ax.set_title((title or default) + extra, loc="left", y=1.0, pad=24)
     if not legend:
         return
-    used = sorted({a.category for a in flow.arrows if a.outcome != "lost"})
+    used = sorted({a.category for a in flow.arrows if a.outcome != "lost" and a.src != a.dst})
     handles = [
         Line2D([], [], color=CATEGORIES[c][0], linestyle=CATEGORIES[c][1], label=CATEGORIES[c][2])
         for c in used
@@ -518,6 +586,10 @@ def _frame(ax: Any, flow: Flow, title: str | None, legend: bool) -> None:
     if any(a.outcome == "lost" for a in flow.arrows):
         handles.append(
             Line2D([], [], color=LOST_COLOR, linestyle="--", marker="X", label="lost message")
+        )
+    if any(a.src == a.dst for a in flow.arrows):
+        handles.append(
+            Line2D([], [], marker="D", color=INK, linestyle="none", label="a node's own action")
         )
     for kind in sorted({m.kind for m in flow.marks}):
         marker, color, text = _MARK_STYLE[kind]

@@ -200,7 +200,9 @@ def draw_isr(
             ax = new_axes(7.5, 1.8 + 0.45 * (len(brokers) + 3))
         ax.set_facecolor(PAPER)
         xs = [s.x for s in samples]
-        end = xs[-1] + (1 if kind == "step" else max(1, (xs[-1] - xs[0]) // 50))
+        # a tail after the last sample, so that a change there (the ISR shrinking as the run
+        # ends) is drawn inside the plot, not on its edge
+        end = xs[-1] + (1 if kind == "step" else max(1, (xs[-1] - xs[0]) // 12))
         rows = [f"broker {b} in ISR" for b in brokers]
         for i, b in enumerate(brokers):
             for start, stop, leader in _spans(samples, b, end):

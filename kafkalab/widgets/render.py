@@ -39,6 +39,7 @@ __all__ = [
     "render_isr_lag",
     "render_still",
     "still_figure",
+    "tradeoffs_figure",
     "render_tradeoffs",
 ]
 
@@ -195,11 +196,30 @@ def _short(model: ExplorerModel) -> str:
 def render_tradeoffs(results: list[TradeoffResult], format: str = "svg") -> bytes:
     """Three panels comparing settings: acknowledged-loss rate, unavailability and produce
     latency percentiles (each bar labelled with its value); SVG unless ``format="png"``."""
-    fig = Figure(figsize=(WIDTH_IN + 1, 3.0), layout=None)
+    return render(tradeoffs_figure(results), format)
+
+
+def tradeoffs_figure(results: list[TradeoffResult]) -> Figure:
+    """The figure :func:`render_tradeoffs` draws."""
+    # The bars are numbered and a key below names each setting: six three-line names under
+    # narrow bars would print over one another.
+    rows = math.ceil(len(results) / 3)
+    height = 2.6 + 0.2 * rows
+    fig = Figure(figsize=(WIDTH_IN + 1, height), layout=None)
     axes = fig.subplots(1, 3, gridspec_kw={"wspace": 0.45})
-    fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=0.24)
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.86, bottom=(0.45 + 0.2 * rows) / height)
     with style():
-        labels = [r.settings.label.replace(" ", "\n", 2) for r in results]
+        labels = [str(i + 1) for i in range(len(results))]
+        for i, r in enumerate(results):
+            column, row = i % 3, i // 3
+            fig.text(
+                0.06 + column * 0.31,
+                (0.12 + 0.2 * (rows - 1 - row)) / height,
+                f"{i + 1}: {r.settings.label}",
+                fontsize=7.5,
+                ha="left",
+                va="bottom",
+            )
         panels = (
             ("acknowledged records lost", [100 * r.acked_loss_rate for r in results], "%"),
             ("produce requests not acknowledged", [100 * r.unavailability for r in results], "%"),
@@ -207,7 +227,7 @@ def render_tradeoffs(results: list[TradeoffResult], format: str = "svg") -> byte
         for ax, (title, values, unit) in zip(axes[:2], panels, strict=True):
             _bars(ax, labels, values, unit, title)
         _latency_bars(axes[2], labels, results)
-    return render(fig, format)
+    return fig
 
 
 def _bars(ax: Any, labels: list[str], values: list[float], unit: str, title: str) -> None:
@@ -215,7 +235,8 @@ def _bars(ax: Any, labels: list[str], values: list[float], unit: str, title: str
     ax.bar(x, values, color=OKABE_ITO["blue"], edgecolor=INK, hatch="//")
     for i, v in zip(x, values, strict=True):
         ax.text(i, v, f"{v:.2f}{unit}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(list(x), labels, rotation=0, fontsize=6.5)
+    ax.set_xticks(list(x), labels, rotation=0, fontsize=7.5)
+    ax.set_xlabel("setting", fontsize=7.5)
     ax.set_title(title, fontsize=9, loc="left")
     ax.set_ylim(0, max([*values, 1.0]) * 1.25)
 
@@ -235,11 +256,21 @@ def _latency_bars(ax: Any, labels: list[str], results: list[TradeoffResult]) -> 
         ax.bar(xs, shown, width, color=color, hatch=hatch, edgecolor=INK, label=q)
         for x, v in zip(xs, values, strict=True):
             text = "n/a" if math.isnan(v) else f"{v:.0f}"
-            ax.text(x, 0 if math.isnan(v) else v, text, ha="center", va="bottom", fontsize=6)
-    ax.set_xticks(range(len(results)), labels, fontsize=6.5)
+            # upright: three bars per setting leave each label a bar's width, not a word's
+            ax.text(
+                x,
+                0 if math.isnan(v) else v,
+                f" {text}",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90,
+            )
+    ax.set_xticks(range(len(results)), labels, fontsize=7.5)
+    ax.set_xlabel("setting", fontsize=7.5)
     ax.set_title("produce latency (simulated ms)", fontsize=9, loc="left")
     top = max([v for r in results for v in r.latency_ms.values() if not math.isnan(v)] or [1])
-    ax.set_ylim(0, top * 1.35)
+    ax.set_ylim(0, top * 1.6)
     ax.legend(fontsize=7, frameon=False, loc="upper right", ncols=3)
 
 
