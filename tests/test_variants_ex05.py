@@ -147,3 +147,18 @@ def test_zombie_controller_versions_spread() -> None:
     assert {p["brokers"] for p in grid} == {3, 4, 5}
     drawn = {tuple(sorted(params(ASSIGNMENT, "zombie_controller", i).items())) for i in IDS}
     assert len(drawn) >= 0.8 * len(grid)
+
+
+@pytest.mark.parametrize("question", ["predict_election", "zombie_outcome"])
+def test_the_shown_steps_are_the_replayed_ones(question) -> None:
+    from kafkalab import Cluster
+
+    replay = {"predict_election": ex05._election_cluster, "zombie_outcome": ex05._zombie_cluster}
+    for p in _grid(question)[::7]:
+        namespace: dict[str, Any] = {"Cluster": Cluster}
+        exec(QUESTIONS[(ASSIGNMENT, question)].show(p), namespace)  # noqa: S102
+        replayed = replay[question](p)
+        replayed = replayed[0] if isinstance(replayed, tuple) else replayed
+        shown = namespace["c"]
+        assert shown.trace.of_kind("partition_state") == replayed.trace.of_kind("partition_state")
+        assert shown.logs() == replayed.logs()
