@@ -18,6 +18,9 @@ CORRECT_LEADER_HW = (
     "def leader_hw(hw, leader_leo, isr, remote_leos):\n"
     "    return max(hw, min([leader_leo] + [v for r, v in remote_leos.items() if r in isr]))"
 )
+# the student notebook's "Your own version" cell, with a learner id written in
+SETUP = "from kafkalab.grading.variants import Exercise"
+WITH_ID = f'{SETUP}\n\nlearner_id = "ada.lovelace"\nmine = Exercise("{NAME}", learner_id)'
 
 
 def _variant(target: Path, answers: dict[str, str]) -> None:
@@ -32,19 +35,24 @@ def _variant(target: Path, answers: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def submissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from kafkalab.grading.variants import expected
+
     folder = tmp_path_factory.mktemp("submissions")
+    hws = expected(NAME, "predict_hw", "ada.lovelace")["predicted_hw"]
     (folder / "full.ipynb").write_bytes((ROOT / "solutions" / f"{NAME}.ipynb").read_bytes())
     (folder / "blank.ipynb").write_bytes((ROOT / "exercises" / f"{NAME}.ipynb").read_bytes())
     _variant(
         folder / "raises.ipynb",
         {
+            SETUP: WITH_ID,
             "def follower_hw": "def follower_hw(leader_hw, follower_leo):\n    return 1 / 0",
-            "predicted_hw": "predicted_hw = {1: 2, 2: 0, 3: 2}",
+            "predicted_hw": f"predicted_hw = {hws!r}",
         },
     )
     _variant(
         folder / "loops.ipynb",
         {
+            SETUP: WITH_ID,
             "def follower_hw": "def follower_hw(leader_hw, follower_leo):\n    while True:\n"
             "        pass",
             "def leader_hw": CORRECT_LEADER_HW,

@@ -52,11 +52,11 @@ def test_predict_fetches_rule_matches_the_replay(p) -> None:
 
 def test_predict_fetches_versions_differ() -> None:
     answers = {str(FETCHES.answers(p)) for p in FETCHES.grid}
-    assert len(answers) >= len(FETCHES.grid) // 2
+    assert len(answers) >= len(FETCHES.grid) // 3
     acked = {tuple(FETCHES.answers(p)["acked_after"]) for p in FETCHES.grid}
     assert acked == {(), ("m1",), ("m1", "m2")}
-    for p in FETCHES.grid:  # no version is the lesson's run (3 brokers, 2 3 2 3, m1 alone)
-        assert (p["brokers"], p["fetches"], p["m2_after"]) != (3, (2, 3, 2, 3), None)
+    # no version is Lesson 1's run (m1 alone): every version produces m2 on the way
+    assert all(p["m2_after"] is not None for p in FETCHES.grid)
 
 
 def test_expected_replays_the_learners_own_version() -> None:
