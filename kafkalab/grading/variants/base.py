@@ -47,7 +47,7 @@ def check_learner_id(learner_id: Any) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class QuestionVariants:
     """The situations of one question: ``grid`` lists them, ``show`` writes one for the
     learner, ``answers`` replays one and returns what a correct prediction holds (None for a
@@ -58,6 +58,9 @@ class QuestionVariants:
     grid: tuple[Mapping[str, Any], ...]
     show: Callable[[Mapping[str, Any]], str]
     answers: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+
+    def __repr__(self) -> str:  # short and stable: test ids are built from it
+        return f"QuestionVariants({self.assignment}/{self.question}, {len(self.grid)} versions)"
 
     def pick(self, learner_id: Any) -> Mapping[str, Any]:
         text = check_learner_id(learner_id)
