@@ -344,6 +344,8 @@ register(
     QuestionVariants(
         ASSIGNMENT,
         "search_judges",
+        # (Kafka's defaults since 2.5, 30000 and 18000, are Lesson 7's: left out.) Each version
+        # has a counterexample within the search's six steps: 1.5 x lag_ms <= 4 x session_ms.
         tuple(
             {"lag_ms": lag, "session_ms": session}
             for lag, session in (
@@ -352,9 +354,9 @@ register(
                 (10000, 10000),
                 (10000, 18000),
                 (20000, 10000),
+                (15000, 12000),
                 (20000, 18000),
                 (30000, 12000),
-                (30000, 18000),
                 (40000, 18000),
             )
         ),
