@@ -18,7 +18,18 @@ A test asks for the expected answers of the learner's situation, computed by rep
 simulator (:func:`expected`), or checks what the learner built against it (:func:`params`).
 """
 
-from kafkalab.grading.variants import ex04
+from kafkalab.grading.variants import (
+    ex01,
+    ex02,
+    ex03,
+    ex04,
+    ex05,
+    ex06,
+    ex07,
+    ex08,
+    ex09,
+    ex10,
+)
 from kafkalab.grading.variants.base import (
     LEARNER_ID_MAX,
     QUESTIONS,
@@ -33,7 +44,7 @@ from kafkalab.grading.variants.base import (
 
 # Each assignment's versions live in a module of this package named after it (ex04.py for
 # 04-isr), which registers its questions when imported.
-ASSIGNMENT_MODULES = (ex04,)
+ASSIGNMENT_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10)
 
 __all__ = [
     "ASSIGNMENT_MODULES",
