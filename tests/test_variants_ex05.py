@@ -5,16 +5,15 @@ version, and the scenario check refusing the catalog's zombie and other learners
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
-import nbformat
 import pytest
 
 from kafkalab import scenarios
 from kafkalab.grading import Feedback
 from kafkalab.grading.variants import QUESTIONS, ex05, params
 from tests.conftest import ROOT
+from tests.worked_solutions import run_solution
 
 ASSIGNMENT = "05-controller"
 SOURCE = ROOT / "exercises" / "source" / "05-controller.ipynb"
@@ -31,29 +30,9 @@ def _answers(question: str, p: Mapping[str, Any]) -> dict[str, Any]:
     return answers(p)
 
 
-class _Mine:
-    """Stands in for the notebook's ``mine``: hands the worked solution one version."""
-
-    def __init__(self, p: Mapping[str, Any]) -> None:
-        self.p = dict(p)
-
-    def params(self, question: str) -> dict[str, Any]:
-        return dict(self.p)
-
-
-@cache
-def _solution_cell(marker: str) -> str:
-    notebook = nbformat.read(SOURCE, as_version=4)
-    cells = [c.source for c in notebook.cells if c.cell_type == "code" and marker in c.source]
-    assert len(cells) == 1, marker
-    return cells[0]
-
-
 def _solve(question: str, p: Mapping[str, Any]) -> dict[str, Any]:
     """Run the source notebook's worked solution of ``question`` in version ``p``."""
-    namespace: dict[str, Any] = {"mine": _Mine(p)}
-    exec(_solution_cell(f'mine.params("{question}")'), namespace)  # noqa: S102
-    return namespace
+    return run_solution(SOURCE, f'mine.params("{question}")', p)
 
 
 # ---- 1. predict_election ---------------------------------------------------------------------

@@ -5,10 +5,8 @@ every version, and the divergence check refusing the catalog's scenarios."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
-import nbformat
 import pytest
 
 from kafkalab import scenarios
@@ -16,6 +14,7 @@ from kafkalab.grading import Feedback, check_function
 from kafkalab.grading.variants import QUESTIONS, ex06, params
 from kafkalab.protocol.rules import end_offset_for, truncation_offset
 from tests.conftest import ROOT
+from tests.worked_solutions import run_solution
 
 ASSIGNMENT = "06-leader-epoch"
 SOURCE = ROOT / "exercises" / "source" / "06-leader-epoch.ipynb"
@@ -26,28 +25,8 @@ def _grid(question: str) -> tuple[Mapping[str, Any], ...]:
     return QUESTIONS[(ASSIGNMENT, question)].grid
 
 
-class _Mine:
-    """Stands in for the notebook's ``mine``: hands the worked solution one version."""
-
-    def __init__(self, p: Mapping[str, Any]) -> None:
-        self.p = dict(p)
-
-    def params(self, question: str) -> dict[str, Any]:
-        return dict(self.p)
-
-
-@cache
-def _solution_cell(marker: str) -> str:
-    notebook = nbformat.read(SOURCE, as_version=4)
-    cells = [c.source for c in notebook.cells if c.cell_type == "code" and marker in c.source]
-    assert len(cells) == 1, marker
-    return cells[0]
-
-
 def _run_cell(marker: str, p: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"mine": _Mine(p or {})}
-    exec(_solution_cell(marker), namespace)  # noqa: S102
-    return namespace
+    return run_solution(SOURCE, marker, p)
 
 
 # ---- 1 and 2: the rules, on the drawn caches -------------------------------------------------
