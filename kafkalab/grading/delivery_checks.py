@@ -11,7 +11,14 @@ from typing import Any
 from kafkalab.grading.checks import ELLIPSIS_HINT, Feedback, time_limit
 from kafkalab.sim.cluster import Cluster
 
-__all__ = ["LOOP_CALLS", "SEMANTICS", "check_consumer_loop", "processed_after_crash"]
+__all__ = [
+    "GROUP",
+    "LOOP_CALLS",
+    "SEMANTICS",
+    "check_consumer_loop",
+    "loop_call",
+    "processed_after_crash",
+]
 
 LOOP_CALLS = ("poll", "process", "commit")
 SEMANTICS = ("at-least-once", "at-most-once")
@@ -19,7 +26,8 @@ ROUNDS = 2  # loop iterations, each after two new records arrive
 GROUP = "app"
 
 
-def _call(cluster: Cluster, call: str) -> None:
+def loop_call(cluster: Cluster, call: str) -> None:
+    """One call of a consumer loop ("poll", "process" or "commit") by the group's consumer."""
     if call == "poll":
         cluster.poll(GROUP, process=False)
     elif call == "process":
@@ -43,14 +51,14 @@ def processed_after_crash(
         c.produce(values=batch)
         written += batch
         for call in order:
-            _call(c, call)
+            loop_call(c, call)
             calls += 1
             if calls == crash_after:
                 c.crash(GROUP)
                 c.restart(GROUP)
     for _ in range(2):
         for call in order:
-            _call(c, call)
+            loop_call(c, call)
     return written, c.report().processed.get(GROUP, [])
 
 

@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from kafkalab.grading.delivery_checks import GROUP, loop_call
 from kafkalab.grading.variants.base import QuestionVariants, check_learner_id, params, register
 
 ASSIGNMENT = "10-consumer-offsets"
@@ -90,7 +91,6 @@ def hidden_group_cases(learner_id: Any) -> list[tuple[str, int]]:
 
 LOOP_CALLS = ("poll", "process", "commit")
 ROUNDS = 3
-GROUP = "app"
 
 
 def _loop_show(p: Mapping[str, Any]) -> str:
@@ -120,24 +120,15 @@ def processed_after(p: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         c.produce(values=batch)
         written += batch
         for call in p["loop"]:
-            _call(c, call)
+            loop_call(c, call)
             calls += 1
             if calls == p["crash_after"]:
                 c.crash(GROUP)
                 c.restart(GROUP)
     for _ in range(2):
         for call in p["loop"]:
-            _call(c, call)
+            loop_call(c, call)
     return written, list(c.report().processed.get(GROUP, []))
-
-
-def _call(c: Any, call: str) -> None:
-    if call == "poll":
-        c.poll(GROUP, process=False)
-    elif call == "process":
-        c.process(GROUP)
-    else:
-        c.commit_offsets(GROUP)
 
 
 def _loop_answers(p: Mapping[str, Any]) -> dict[str, Any]:
