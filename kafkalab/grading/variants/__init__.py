@@ -29,6 +29,8 @@ from kafkalab.grading.variants import (
     ex08,
     ex09,
     ex10,
+    ex11,
+    ex12,
 )
 from kafkalab.grading.variants.base import (
     LEARNER_ID_MAX,
@@ -44,7 +46,7 @@ from kafkalab.grading.variants.base import (
 
 # Each assignment's versions live in a module of this package named after it (ex04.py for
 # 04-isr), which registers its questions when imported.
-ASSIGNMENT_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10)
+ASSIGNMENT_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12)
 
 __all__ = [
     "ASSIGNMENT_MODULES",
