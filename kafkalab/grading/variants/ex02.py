@@ -120,7 +120,7 @@ def _leaders_answers(p: Mapping[str, Any]) -> dict[str, Any]:
 
     c.crash(p["crash"])
     c.advance(18000)
-    seen = {"leaders_after_crash": leaders()}
+    seen: dict[str, Any] = {"leaders_after_crash": leaders()}
     c.restart(p["crash"])
     for _ in range(3):
         for t in _held_by(p):

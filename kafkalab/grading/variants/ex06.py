@@ -68,8 +68,11 @@ def end_offset_cases(p: Mapping[str, Any], *, hidden: bool) -> list[Case]:
     cases = []
     for epochs, leo in caches:
         for epoch in asked_epochs(epochs):
-            args = ([tuple(e) for e in epochs], leo, epoch)
-            cases.append(Case(args, end_offset_for(*args), _end_offset_why(epochs, epoch)))
+            cache = [(int(e[0]), int(e[1])) for e in epochs]
+            args = (cache, leo, epoch)
+            cases.append(
+                Case(args, end_offset_for(cache, leo, epoch), _end_offset_why(epochs, epoch))
+            )
     if hidden:
         cases.append(Case(([], 0, 0), (-1, -1), "an empty cache knows nothing"))
     return cases
@@ -134,7 +137,7 @@ def random_pair(rng: random.Random) -> dict[str, Any]:
 
 
 def _truncation_grid() -> tuple[dict[str, Any], ...]:
-    grid = []
+    grid: list[dict[str, Any]] = []
     seed = 0
     while len(grid) < 40:
         p = random_pair(random.Random(f"06/truncation_offset/{seed}"))
@@ -169,9 +172,15 @@ def truncation_cases(p: Mapping[str, Any], *, hidden: bool) -> list[Case]:
     else:
         situations = [p]
     cases = []
-    for s in situations:
-        args = (s["leader_epoch"], s["leader_end_offset"], list(s["epochs"]), s["leo"], s["hw"])
-        cases.append(Case(args, truncation_offset(*args), _truncation_why(s)))
+    for situation in situations:
+        args = (
+            situation["leader_epoch"],
+            situation["leader_end_offset"],
+            list(situation["epochs"]),
+            situation["leo"],
+            situation["hw"],
+        )
+        cases.append(Case(args, truncation_offset(*args), _truncation_why(situation)))
     return cases
 
 

@@ -132,7 +132,7 @@ _RULE_EVENTS = ("retry", "gap", "overlap", "bad_epoch", "zombie", "forgotten")
 def _rule_grid() -> tuple[dict[str, Any], ...]:
     hidden = list(itertools.combinations(_RULE_EVENTS, 4))  # 15
     shown = list(itertools.combinations(_RULE_EVENTS[:5], 2))  # 10
-    grid = []
+    grid: list[dict[str, Any]] = []
     for i, events in enumerate(hidden):
         for order, start in ((events, 0), (tuple(reversed(events)), 3 + i)):
             grid.append(
