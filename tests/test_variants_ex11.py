@@ -5,6 +5,7 @@ solution (in Spark, one session for the module) gives the DuckDB answers."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import nbformat
@@ -14,10 +15,13 @@ import pytest
 from kafkalab.grading.spark_checks import campaign_path
 from kafkalab.grading.variants import QUESTIONS, ex11, params
 from tests.conftest import ROOT
+from tests.worked_solutions import run_solution
 
 A = "11-failure-campaigns"
 RATES = QUESTIONS[(A, "lost_acked_rate")].grid
 BY_KIND = QUESTIONS[(A, "loss_by_fault_kind")].grid
+PREDICT = QUESTIONS[(A, "predict_other_acks")].grid
+SOURCE = ROOT / "exercises" / "source" / f"{A}.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +103,47 @@ def test_every_slice_matches_pandas_and_the_slices_differ(trials: pd.DataFrame) 
     assert not any("fault_kind" in str(p) for p in BY_KIND)
 
 
+def test_every_prediction_is_well_defined_clear_and_the_answers_differ() -> None:
+    """Each version compares two configs of one era and min ISR with the other acks setting;
+    the rates differ, sit clear of the ranges' bounds, and the versions' answers differ."""
+    answers = Counter()
+    for p in PREDICT:
+        mine, other = p["config_id"], ex11.OTHER_ACKS[p["config_id"]]
+        assert mine // 4 == other // 4 and mine % 2 == other % 2 and mine % 4 // 2 != other % 4 // 2
+        rates = sorted(
+            ex11.lost_acked_rate_answer(ex11.config_label(c), p["fault_kind"]) or 0.0
+            for c in (mine, other)
+        )
+        assert rates[1] > 0 and rates[0] != rates[1], p
+        if rates[0] > 0:
+            assert all(abs(rates[1] / rates[0] - bound) > 0.2 * bound for bound in (2, 10)), p
+        answer = expected_for(p)
+        assert answer["factor"] in ex11.FACTORS and isinstance(answer["higher"], bool)
+        answers[(answer["higher"], answer["factor"])] += 1
+    assert len(answers) >= 4 and max(answers.values()) <= len(PREDICT) // 2
+    assert {ex11.config_label(c) for c in range(12)} == {
+        *ex11.LABELS.values(),
+        *(ex11.config_label(c) for c in (1, 5, 9, 10, 11)),
+    }
+
+
+def expected_for(p: Any) -> dict[str, Any]:
+    return QUESTIONS[(A, "predict_other_acks")].answers(p)
+
+
+def test_the_config_labels_are_the_campaigns(trials: pd.DataFrame) -> None:
+    labels = dict(zip(trials["config_id"], trials["config_label"], strict=True))
+    assert all(ex11.config_label(c) == label for c, label in labels.items())
+
+
+def test_the_worked_prediction_rule_gives_the_replay_in_every_version() -> None:
+    for p in PREDICT:
+        names = run_solution(SOURCE, 'mine.params("predict_other_acks")', p)
+        want = expected_for(p)
+        assert names["acks_1"] == want["higher"], p
+        assert names["far"] == want["factor"], p
+
+
 def test_each_learner_sees_their_numbers() -> None:
     for i in ("ada", "bob", "chen"):
         p = params(A, "lost_acked_rate", i)
@@ -107,6 +152,9 @@ def test_each_learner_sees_their_numbers() -> None:
         q = params(A, "loss_by_fault_kind", i)
         text = QUESTIONS[(A, "loss_by_fault_kind")].show(q)
         assert q["preset"] in text and q["measure"] in text
+        r = params(A, "predict_other_acks", i)
+        text = QUESTIONS[(A, "predict_other_acks")].show(r)
+        assert ex11.config_label(r["config_id"]) in text and r["fault_kind"] in text
 
 
 # ---- the worked solution, in Spark --------------------------------------------------------------

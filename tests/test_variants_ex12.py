@@ -16,10 +16,13 @@ from kafkalab.grading.spark_checks import campaign_path
 from kafkalab.grading.variants import QUESTIONS, ex12, expected, params
 from kafkalab.spark import reference
 from tests.conftest import ROOT
+from tests.worked_solutions import run_solution
 
 A = "12-spark-analysis"
 BEST = QUESTIONS[(A, "best_config")].grid
 LATENCY = QUESTIONS[(A, "latency_percentile")].grid
+PREDICT = QUESTIONS[(A, "predict_configs_meeting")].grid
+SOURCE = ROOT / "exercises" / "source" / f"{A}.ipynb"
 IDS = [f"student-{n:03d}" for n in range(60)]
 
 
@@ -100,6 +103,28 @@ def test_the_hidden_targets_are_other_versions_with_other_answers() -> None:
 
 
 # ---- latency_percentile -------------------------------------------------------------------------
+
+
+def test_every_count_is_well_defined_and_the_counts_differ() -> None:
+    """A count from 0 to 12 in every version (the targets sit clear of every interval, above),
+    consistent with best_config's answer, and not the same count for every learner."""
+    counts = Counter()
+    for p in PREDICT:
+        count = QUESTIONS[(A, "predict_configs_meeting")].answers(p)["configs"]
+        assert isinstance(count, int) and 0 <= count <= len(ex12.census_configs()) == 12
+        assert (count == 0) == (ex12.best_config_answer(**p) is None), p
+        counts[count] += 1
+    assert len(counts) >= 6 and max(counts.values()) <= len(PREDICT) // 4
+    assert [dict(p) for p in PREDICT] == [dict(p) for p in BEST]
+
+
+def test_the_worked_count_from_the_lessons_numbers_gives_the_replay_in_every_version() -> None:
+    lessons = [c["lossy_trials"] for c in ex12.census_configs()]
+    for p in PREDICT:
+        names = run_solution(SOURCE, 'mine.params("predict_configs_meeting")', p)
+        assert names["lossy"] == lessons and names["n"] == 4200
+        count = sum(names["wilson_high"](k) <= p["max_loss"] for k in names["lossy"])
+        assert count == QUESTIONS[(A, "predict_configs_meeting")].answers(p)["configs"], p
 
 
 def test_every_percentile_is_answerable_and_not_the_lessons() -> None:

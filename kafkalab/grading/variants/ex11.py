@@ -150,3 +150,51 @@ register(
         lambda p: {"rows": by_kind_rows(p)},
     )
 )
+
+# ---- predict_other_acks: before computing, the learner's config against its era's other acks ---
+
+# the config with the other acks setting, same era and min.insync.replicas
+OTHER_ACKS = {0: 2, 2: 0, 3: 1, 4: 6, 6: 4, 7: 5, 8: 10}
+FACTORS = ("under 2x", "2x to 10x", "over 10x")
+
+
+def config_label(config_id: int) -> str:
+    """The small campaign's label of a config: preset, acks, then min.insync.replicas."""
+    preset = ("0.8", "0.10", "3.7")[config_id // 4]
+    acks = ("1", "all")[config_id % 4 // 2]
+    return f"preset={preset} acks={acks} min.insync.replicas={config_id % 2 + 1}"
+
+
+def other_acks_answer(config_id: int, fault_kind: str) -> dict[str, Any]:
+    """Whether the config's lost-acked rate under the fault kind is higher than the other acks
+    setting's (same era and min ISR), and the ratio of the larger rate to the smaller."""
+    mine = lost_acked_rate_answer(config_label(config_id), fault_kind) or 0.0
+    other = lost_acked_rate_answer(config_label(OTHER_ACKS[config_id]), fault_kind) or 0.0
+    if mine == other:
+        raise ValueError(f"no such version: config {config_id}, {fault_kind}: a tie")
+    ratio = max(mine, other) / min(mine, other) if min(mine, other) > 0 else float("inf")
+    factor = FACTORS[0] if ratio < 2 else FACTORS[1] if ratio <= 10 else FACTORS[2]
+    return {"higher": mine > other, "factor": factor}
+
+
+PREDICT_GRID = tuple({"config_id": c, "fault_kind": k} for c in RATE_CONFIGS for k in FAULT_KINDS)
+
+
+def _predict_show(p: Mapping[str, Any]) -> str:
+    other = OTHER_ACKS[p["config_id"]]
+    return (
+        f'Your config: "{config_label(p["config_id"])}"\n'
+        f'Compare with: "{config_label(other)}" (the other acks setting)\n'
+        f'Both over the trials that drew fault_kind = "{p["fault_kind"]}"'
+    )
+
+
+register(
+    QuestionVariants(
+        ASSIGNMENT,
+        "predict_other_acks",
+        PREDICT_GRID,
+        _predict_show,
+        lambda p: other_acks_answer(p["config_id"], p["fault_kind"]),
+    )
+)

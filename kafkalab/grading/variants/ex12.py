@@ -192,3 +192,31 @@ register(
         lambda p: {"latency_ms": latency_answer(p["acks"], p["q"])},
     )
 )
+
+# ---- predict_configs_meeting: before computing, how many census configs meet the target ------
+
+
+def configs_meeting_answer(max_loss: float, confidence: float) -> int:
+    """How many of the census's configs have ci_high at most max_loss at that confidence."""
+    return sum(
+        wilson_high(c["lossy_trials"], c["trials"], confidence) <= max_loss
+        for c in census_configs()
+    )
+
+
+def _meeting_show(p: Mapping[str, Any]) -> str:
+    return (
+        f"Your target: ci_high <= max_loss = {p['max_loss']}, at {p['confidence']:.0%} "
+        f"confidence (confidence = {p['confidence']})."
+    )
+
+
+register(
+    QuestionVariants(
+        ASSIGNMENT,
+        "predict_configs_meeting",
+        BEST_CONFIG_GRID,
+        _meeting_show,
+        lambda p: {"configs": configs_meeting_answer(p["max_loss"], p["confidence"])},
+    )
+)
