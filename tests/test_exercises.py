@@ -133,3 +133,28 @@ def test_solution_is_stored_passing_every_public_and_hidden_test(name: str) -> N
             found = UNSTABLE.search(text)
             assert found is None, f"{name} stores an unstable output: {found.group(0)!r}"
             assert output.output_type != "error", f"{name} stores an error"
+
+
+def test_the_question_table_lists_every_question_with_its_versions() -> None:
+    """exercises/README.md's table of every question: one row per question of every source,
+    and each row's version count is the size of the question's grid of situations."""
+    from kafkalab.grading.variants import QUESTIONS
+
+    text = (ROOT / "exercises" / "README.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ") for line in text.splitlines() if re.match(r"\| \d\d \| \w", line)]
+    table = {(row[0].strip("| "), row[1]): row[-1].strip(" |") for row in rows}
+    by_number = {name[:2]: name for name in SOURCES}
+    questions = {
+        (name[:2], q)
+        for name in SOURCES
+        for q in nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4).metadata[
+            "otter"
+        ]["tests"]
+    }
+    assert set(table) == questions
+    for (number, question), versions in table.items():
+        grid = QUESTIONS.get((by_number[number], question))
+        assert int(versions) == (len(grid.grid) if grid else 1), (number, question)
+    every = [number for number, _ in questions]
+    # every exercise has versions: no question repeats the lesson for everyone alike
+    assert {number for (number, q) in table if (by_number[number], q) in QUESTIONS} == set(every)
