@@ -158,3 +158,15 @@ def test_the_question_table_lists_every_question_with_its_versions() -> None:
     every = [number for number, _ in questions]
     # every exercise has versions: no question repeats the lesson for everyone alike
     assert {number for (number, q) in table if (by_number[number], q) in QUESTIONS} == set(every)
+
+
+def test_each_exercise_states_its_measured_time() -> None:
+    """An exercise's intro says the minutes the README's lesson table shows for it."""
+    from kafkalab.pacing import course
+
+    for name, _, exercise in course():
+        if exercise is None:
+            continue
+        source = next((ROOT / "exercises" / "source").glob(f"{name[:2]}-*.ipynb"))
+        text = source.read_text(encoding="utf-8")
+        assert f"**Time:** about {exercise.rounded} minutes" in text, source.name
