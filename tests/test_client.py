@@ -110,3 +110,22 @@ def test_producer_settings_are_checked() -> None:
         c.produce("m", producer="r", acks=1)
     with pytest.raises(ActionError, match="not allowed"):
         c.producer("r")
+
+
+def test_a_client_whose_first_metadata_had_no_leader_asks_again_when_it_has_records() -> None:
+    """A named producer made at time 0 learns the metadata before the first election, so it
+    knows no leader. A batch sent later must make it ask again (Kafka 3.7's
+    Sender.sendProducerData requests a metadata update for topics with an unknown leader),
+    not wait forever."""
+    c = Cluster(brokers=3, mode="timed", seed=1)
+    c.producer("app", acks="all")
+    c.at(1000, "produce", values=["p1"], producer="app")
+    c.run(until_ms=5000)
+    metadata = [
+        e.time_ms
+        for e in c.trace.of_kind("send")
+        if e.node == "app" and type(e.data["msg"]).__name__ == "MetadataRequest"
+    ]
+    assert metadata[0] == 0 and any(t >= 1000 for t in metadata)
+    results = c.trace.of_kind("produce_result")
+    assert [(r.data["values"], r.data["error"]) for r in results] == [(["p1"], "NONE")]

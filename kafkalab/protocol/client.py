@@ -366,6 +366,11 @@ class KafkaProducer:
                 continue
             self._send(ctx, batch, leader)
         self.queue = waiting + self.queue
+        # Sender.sendProducerData: a partition with no known leader asks for a metadata update
+        # (Metadata.requestUpdate), retried every retry.backoff.ms until it has one
+        unknown = any(self.leaders.get(b.tp) is None for b in waiting)
+        if unknown and "metadata" not in self._timer_at:
+            self._refresh_metadata(ctx)
         self._arm_request_timeout(ctx)
 
     def _send(self, ctx: Context, batch: _Batch, leader: int) -> None:
