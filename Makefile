@@ -15,7 +15,8 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_NOTEBOOK ?= notebooks/01-start-here.ipynb
 LAB_PORT ?= 8888
 PYTEST_ARGS ?=
-# Tests marked slow (every assignment's hostile hand-ins: an hour) run with `make test-slow`.
+# Tests marked slow (every assignment's hostile hand-ins: an hour; the Spark benchmark's smoke run;
+# exercises 11 and 12's worked solutions run in Spark for many versions) run with `make test-slow`.
 # Markers (pyproject.toml): slow, notebooks (runs a notebook in a kernel), spark (starts Spark).
 PYTEST_MARKS ?= not slow
 # pytest-xdist workers for make test: one per core (auto). Each notebook and each test file
@@ -42,7 +43,7 @@ help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
 	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs (10-12 min on 2 cores)"
 	@echo "make test-quick the tests/ suite without notebooks, Spark or slow tests: the quick loop"
-	@echo "make test-slow  the slow tests: every assignment's hostile hand-ins (about an hour)"
+	@echo "make test-slow  the slow tests: every assignment's hostile hand-ins and the heaviest Spark checks (about an hour)"
 	@echo "make test PYTEST_MARKS='not spark'   choose tests by marker: slow, notebooks, spark"
 	@echo "make install    create $(VENV), install kafkalab with all extras, compile its core once"
 	@echo "make compile    compile the simulator's core again with mypyc (after editing it)"

@@ -156,4 +156,4 @@ def test_a_spark_exercise_is_graded_within_the_default_time_limits(tmp_path: Pat
     (folder / "full.ipynb").write_bytes((ROOT / "solutions" / f"{name}.ipynb").read_bytes())
     rows = assignments.grade_folder(folder, name, tmp_path / "grades.csv", jobs=1)
     assert [(r.status, r.total) for r in rows] == [("graded", sum(rows[0].possible.values()))]
-    assert rows[0].total == 9
+    assert rows[0].total == 12  # exercise 12: three questions, 12 points

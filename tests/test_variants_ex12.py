@@ -187,7 +187,8 @@ def _solution_functions() -> dict[str, Any]:
     return space
 
 
-@pytest.mark.spark
+@pytest.mark.slow  # a Spark job per sampled version; make test checks the worked solution in
+@pytest.mark.spark  # one version (solutions/ under nbval) and every version against DuckDB
 def test_the_worked_solution_gives_the_replay(spark: Any) -> None:
     from kafkalab.spark import read_campaign
 
