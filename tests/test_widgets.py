@@ -300,3 +300,22 @@ def test_each_explorer_stores_a_still_of_its_view_for_viewers_without_widgets() 
     tradeoffs.run()
     assert (png(tradeoffs) or b"").startswith(b"\x89PNG")
     assert (png(IsrLagExplorer()) or b"").startswith(b"\x89PNG")
+
+
+def test_the_explorer_notebook_stores_a_still_of_every_explorer() -> None:
+    """What a viewer without widgets (GitHub, nbviewer) shows of the explorer notebook: a
+    picture for each of the three explorers (the trade-off explorer after one run of its
+    defaults, which the notebook makes)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    shown = {}
+    for cell in cells:
+        source = "".join(cell["source"])
+        for name in ("ClusterExplorer(", "TradeoffExplorer(", "IsrLagExplorer("):
+            if cell["cell_type"] == "code" and name in source:
+                shown[name] = [o for o in cell["outputs"] if "image/png" in o.get("data", {})]
+    assert set(shown) == {"ClusterExplorer(", "TradeoffExplorer(", "IsrLagExplorer("}
+    assert all(shown.values()), [name for name, stills in shown.items() if not stills]
