@@ -15,6 +15,8 @@ __all__ = [
     "ANOMALIES",
     "Want",
     "check_scenario_text",
+    "check_scenario_wants",
+    "run_scenario_text",
 ]
 
 
@@ -132,6 +134,42 @@ ANOMALIES: dict[str, tuple[Want, ...]] = {
 }
 
 
+def run_scenario_text(
+    text: Any,
+    *,
+    seconds: float | None = None,
+    overrides: dict[str, Any] | None = None,
+    checks: bool = True,
+) -> tuple[Any, Cluster]:
+    """Parse and replay a learner's scenario YAML ``text`` (with ``overrides`` of its config;
+    ``checks=False`` skips its check steps) under a time limit; returns the scenario and the
+    finished cluster, or raises :class:`Feedback` saying why it could not run."""
+    from kafkalab import scenarios
+
+    if text is None or text is Ellipsis or str(text).strip() in ("", "..."):
+        raise Feedback(f"the scenario is empty: {ELLIPSIS_HINT} (a YAML text)")
+    with time_limit(seconds, "your scenario"):
+        try:
+            s = scenarios.parse(str(text), "your scenario")
+            cluster, _ = scenarios.replay(s, overrides, checks=checks)
+        except KafkalabError as err:
+            raise Feedback(f"your scenario does not run: {err}") from None
+    return s, cluster
+
+
+def check_scenario_wants(
+    text: Any, wants: Sequence[Want], *, seconds: float | None = None, checks: bool = True
+) -> Cluster:
+    """Run the scenario YAML ``text`` and check every one of ``wants``. Returns the finished
+    cluster; raises :class:`Feedback` saying which requirement failed and what the run did
+    instead."""
+    s, cluster = run_scenario_text(text, seconds=seconds, checks=checks)
+    missing = [w for w in wants if not w.test(cluster)]
+    if missing:
+        raise Feedback(_explain(cluster, wants, missing, len(s.steps)))
+    return cluster
+
+
 def check_scenario_text(
     text: Any,
     anomaly: str,
@@ -141,21 +179,7 @@ def check_scenario_text(
     """Run the scenario YAML ``text`` and check it produces ``anomaly`` (a key of
     :data:`ANOMALIES`). Returns the finished cluster; raises :class:`Feedback` saying which
     requirement failed and what the run did instead."""
-    from kafkalab import scenarios
-
-    if text is None or text is Ellipsis or str(text).strip() in ("", "..."):
-        raise Feedback(f"the scenario is empty: {ELLIPSIS_HINT} (a YAML text)")
-    wants = ANOMALIES[anomaly]
-    with time_limit(seconds, "your scenario"):
-        try:
-            s = scenarios.parse(str(text), "your scenario")
-            cluster, _ = scenarios.replay(s)
-        except KafkalabError as err:
-            raise Feedback(f"your scenario does not run: {err}") from None
-    missing = [w for w in wants if not w.test(cluster)]
-    if missing:
-        raise Feedback(_explain(cluster, wants, missing, len(s.steps)))
-    return cluster
+    return check_scenario_wants(text, ANOMALIES[anomaly], seconds=seconds)
 
 
 def _explain(cluster: Cluster, wants: Sequence[Want], missing: Sequence[Want], steps: int) -> str:

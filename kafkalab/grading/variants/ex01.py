@@ -107,17 +107,9 @@ def _knows(view: Any, value: str) -> bool:
 def check_first_scenario(text: Any, p: Mapping[str, Any]) -> Any:
     """Run the learner's scenario YAML and check it reaches the situation ``p`` asks for;
     returns the parsed scenario and the finished cluster, or raises :class:`Feedback`."""
-    from kafkalab import KafkalabError, scenarios
-    from kafkalab.grading.checks import ELLIPSIS_HINT, time_limit
+    from kafkalab.grading.scenario_checks import run_scenario_text
 
-    if text is None or text is Ellipsis or str(text).strip() in ("", "..."):
-        raise Feedback(f"the scenario is empty: {ELLIPSIS_HINT} (a YAML text)")
-    with time_limit(None, "your scenario"):
-        try:
-            s = scenarios.parse(str(text), "your scenario")
-            c, _ = scenarios.replay(s)
-        except KafkalabError as err:
-            raise Feedback(f"your scenario does not run: {err}") from None
+    s, c = run_scenario_text(text)
     n, value, lagging = p["brokers"], p["value"], p["lagging"]
     views = c.replicas_view()
     produced = c.trace.of_kind("produce")

@@ -7,7 +7,6 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from kafkalab.grading.checks import Feedback
 from kafkalab.grading.variants.base import QuestionVariants, register
 
 ASSIGNMENT = "05-controller"
@@ -311,16 +310,10 @@ def check_zombie_controller(text: Any, p: Mapping[str, Any]) -> Any:
     """Check a learner's zombie-controller scenario against their version: the anomaly
     (:data:`~kafkalab.grading.scenario_checks.ANOMALIES` ``zombie-controller``) and their own
     zombie, refuser and successor. Returns the finished cluster; raises :class:`Feedback`."""
-    from kafkalab import scenarios
-    from kafkalab.grading.scenario_checks import _explain, check_scenario_text
+    from kafkalab.grading.scenario_checks import ANOMALIES, check_scenario_wants
 
-    cluster = check_scenario_text(text, "zombie-controller")
-    wants = zombie_controller_wants(p)
-    missing = [w for w in wants if not w.test(cluster)]
-    if missing:
-        steps = len(scenarios.parse(str(text), "your scenario").steps)
-        raise Feedback(_explain(cluster, wants, missing, steps))
-    return cluster
+    wants = (*ANOMALIES["zombie-controller"], *zombie_controller_wants(p))
+    return check_scenario_wants(text, wants)
 
 
 register(

@@ -228,10 +228,10 @@ def _same_broker_hint(text: Any, partition: int) -> str:
 
 def check_verification_prevents_it(text: Any) -> None:
     """The same steps with KIP-890 part 1 on leave no partition stalled."""
-    from kafkalab import scenarios
+    from kafkalab.grading.scenario_checks import run_scenario_text
 
-    s = scenarios.parse(str(text), "your scenario")
-    c, _ = scenarios.replay(s, {"transaction.partition.verification.enable": True}, checks=False)
+    verified = {"transaction.partition.verification.enable": True}
+    _, c = run_scenario_text(text, overrides=verified, checks=False)
     stuck = stuck_partitions(c)
     if stuck:
         raise Feedback(
