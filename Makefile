@@ -21,7 +21,9 @@ PYTEST_ARGS ?=
 PYTEST_MARKS ?= not slow
 # pytest-xdist workers for make test: one per core (auto). Each notebook and each test file
 # stays on one worker (--dist loadscope): a notebook's cells share one kernel and run in order,
-# a module's fixtures are built once. TEST_JOBS=0 runs in one process.
+# a module's fixtures are built once. The longest scopes go first (tests/conftest.py orders them
+# by tests/scope_seconds.json; `make test PYTEST_ARGS=--record-scope-seconds` measures them
+# again). TEST_JOBS=0 runs in one process.
 TEST_JOBS ?= auto
 QUICK_MARKS := not slow and not notebooks and not spark
 BENCHMARKS := $(sort $(filter-out benchmarks/_%,$(wildcard benchmarks/*.py)))
@@ -92,7 +94,7 @@ test: export MATPLOTLIBRC := $(CURDIR)/kafkalab/viz/label_check
 test: install
 	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
 		--nbval-sanitize-with $(CURDIR)/tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" \
-		-n $(TEST_JOBS) --dist loadscope $(PYTEST_ARGS)
+		-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-quick: install
 	$(BIN)/python -m pytest tests -m "$(QUICK_MARKS)" $(PYTEST_ARGS)

@@ -10,6 +10,7 @@ notebook that calls ``spark_session`` is marked both). ``slow`` is for ``make te
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -42,12 +43,82 @@ def execute_notebook(path: Path, out: Path) -> Any:
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """nbval's cells carry the ``notebooks`` marker (and ``spark`` when the notebook starts
-    Spark), so ``-m`` can leave them out like any other test."""
+    Spark), so ``-m`` can leave them out like any other test. Then the scopes are put in the
+    order ``make test`` hands them to its workers: longest first (see :func:`longest_first`)."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebooks)
             if starts_spark(item.path):
                 item.add_marker(pytest.mark.spark)
+    items[:] = longest_first(items, _recorded_seconds())
+
+
+# ---- the order of the scopes ---------------------------------------------------------------------
+# make test runs with pytest-xdist's --dist loadscope --no-loadscope-reorder: each scope (a test
+# module, a notebook) goes whole to the next free worker, in the order of the collection. Handing
+# out the longest scopes first (the longest-processing-time rule) keeps a long one (a lesson that
+# searches for minutes) from starting last while the other worker idles. The seconds per scope are
+# measured, not guessed: `make test PYTEST_ARGS=--record-scope-seconds` writes them. Only the
+# run's length depends on them, never a result.
+
+SCOPE_SECONDS = ROOT / "tests" / "scope_seconds.json"
+UNMEASURED_S = 0.1  # per test of a scope the file does not list yet
+
+
+def scope_of(nodeid: str) -> str:
+    """The scope pytest-xdist's loadscope keeps on one worker: the node id without its last
+    part (``tests/test_x.py``, ``notebooks/06b-....ipynb``)."""
+    return nodeid.rsplit("::", 1)[0]
+
+
+def longest_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[pytest.Item]:
+    """``items`` grouped by scope, the scopes in order of their seconds, longest first (ties and
+    unmeasured scopes by their tests' count, then in collection order); each scope's tests keep
+    their order."""
+    scopes: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        scopes.setdefault(scope_of(item.nodeid), []).append(item)
+
+    def cost(entry: tuple[int, str]) -> tuple[float, int]:
+        index, scope = entry
+        return -seconds.get(scope, UNMEASURED_S * len(scopes[scope])), index
+
+    ordered = sorted(enumerate(scopes), key=cost)
+    return [item for _, scope in ordered for item in scopes[scope]]
+
+
+def _recorded_seconds() -> dict[str, float]:
+    try:
+        data = json.loads(SCOPE_SECONDS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-scope-seconds",
+        action="store_true",
+        help=f"write each scope's seconds (setup, call, teardown) into {SCOPE_SECONDS.name}",
+    )
+
+
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _measured[scope_of(report.nodeid)] = _measured.get(scope_of(report.nodeid), 0.0) + (
+        report.duration
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if not config.getoption("--record-scope-seconds") or hasattr(config, "workerinput"):
+        return  # only the controller (or a run without workers) writes
+    seconds = {**_recorded_seconds(), **{k: round(v, 1) for k, v in _measured.items()}}
+    text = json.dumps(dict(sorted(seconds.items())), indent=1) + "\n"
+    SCOPE_SECONDS.write_text(text, encoding="utf-8")
 
 
 @pytest.fixture(scope="session")

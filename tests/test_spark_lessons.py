@@ -46,6 +46,23 @@ def test_outside_jupyter_nothing_is_redirected(tmp_path: Path) -> None:
     assert (before.st_ino, before.st_dev) == (during.st_ino, during.st_dev)
 
 
+def test_a_local_session_runs_its_jvm_on_the_first_compiler_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAFKALAB_SCRATCH_DIR", str(tmp_path))
+    local = session._conf("local[2]", "1g", None, None)
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        assert session.LOCAL_JIT in local[key].split(), local[key]
+        assert "-Dlog4j2.configurationFile=" in local[key]
+    # a cluster's JVMs run long jobs: they keep the optimising compiler
+    remote = session._conf("spark://master:7077", "1g", None, None)
+    assert session.LOCAL_JIT not in remote["spark.driver.extraJavaOptions"]
+    assert "spark.executor.extraJavaOptions" not in remote
+    # a caller's own options win
+    own = session._conf("local[2]", "1g", None, {"spark.driver.extraJavaOptions": "-Xss4m"})
+    assert own["spark.driver.extraJavaOptions"] == "-Xss4m"
+
+
 # ---- the exercises' checks --------------------------------------------------------------------
 
 
