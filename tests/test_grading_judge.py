@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -16,10 +17,11 @@ from hypothesis import strategies as st
 
 from kafkalab.errors import ConfigError
 from kafkalab.grading import Feedback, check_answer, check_function
+from kafkalab.grading import sandbox as sandboxes
 from kafkalab.grading.assignments import parse_size, repo_root
 from kafkalab.grading.checks import Case
 from kafkalab.grading.judge import RemoteFunction, Session
-from kafkalab.grading.sandbox import Limits, Sandbox, bwrap_available, choose
+from kafkalab.grading.sandbox import IdLease, Limits, Sandbox, bwrap_available, choose
 from kafkalab.grading.wire import Opaque, Ref, WireError, decode, encode, loads
 
 ROOT = repo_root()
@@ -310,6 +312,95 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_leaves_nothing(tmp_path: Pat
     finally:
         session.close()
     assert not _alive(pids)
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="only grading as root drops to ids of its own")
+def test_another_gradings_threads_do_not_count_against_a_workers_process_limit(
+    tmp_path: Path,
+) -> None:
+    """Another grading on this machine holds the first sandbox id and runs 300 threads as it (a
+    Spark worker has that many): a worker limited to 200 processes still starts, as another id.
+    (With one id per slot, as before, setpriv could not even start Python: EAGAIN.)"""
+    other = IdLease.take(0)
+    threads = (
+        "import threading, time\n"
+        "for _ in range(300):\n"
+        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    crowd = subprocess.Popen(
+        ["setpriv", f"--reuid={other.uid}", f"--regid={other.uid}", "--clear-groups", "--"]
+        + [sys.executable, "-c", threads],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert crowd.stdout is not None and crowd.stdout.readline().strip() == "ready"
+        assert psutil.Process(crowd.pid).num_threads() > 200
+        box = Sandbox("bwrap", Limits(processes=200))
+        session = Session([("cell 1", "import os\nme = os.getuid()")], box, tmp_path, 0, 30, 5)
+        try:
+            me = session.value("me")
+        finally:
+            session.close()
+        assert me != other.uid and sandboxes.UID_BASE <= me < sandboxes.UID_BASE + 1000
+    finally:
+        crowd.kill()
+        crowd.wait()
+        other.release()
+
+
+def test_no_two_workers_hold_one_user_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandboxes, "LEASE_DIRS", (tmp_path / "ids",))
+    base = sandboxes.UID_BASE
+    first, second = IdLease.take(0), IdLease.take(0)
+    assert (first.uid, second.uid) == (base, base + 1)
+    assert IdLease.take(5).uid == base + 5  # a slot starts its search at its own id
+    first.release()
+    assert IdLease.take(0).uid == base  # given back, taken again
+    # an id another process holds (another grading) is skipped; it is free once that one ends
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            f"fd = os.open({str(tmp_path / 'ids' / str(base + 2))!r}, os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert IdLease.take(2).uid == base + 3
+    finally:
+        holder.kill()
+        holder.wait()
+    assert IdLease.take(2).uid == base + 2
+
+
+def test_a_lock_folder_others_could_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "ids"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(sandboxes, "LEASE_DIRS", (shared,))
+    with pytest.raises(ConfigError, match=f"{shared} must be folders owned by this user"):
+        IdLease.take(0)
+
+
+def test_when_every_id_is_taken_the_error_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandboxes, "LEASE_DIRS", (tmp_path / "ids",))
+    monkeypatch.setattr(sandboxes, "UID_COUNT", 2)
+    held = [IdLease.take(0), IdLease.take(0)]
+    with pytest.raises(ConfigError, match="every sandbox user id from 61000 to 61001 is in use"):
+        IdLease.take(0)
+    for lease in held:
+        lease.release()
 
 
 def _alive(pids: list[int]) -> list[int]:

@@ -170,16 +170,25 @@ class Channel:
         self._buffer = b""
         scratch.mkdir(parents=True, exist_ok=True)
         errors = scratch / "worker-stderr"
-        self.proc = subprocess.Popen(  # noqa: S603 - our own command line
-            sandbox.command(scratch, slot, env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors.open("wb"),
-            cwd=scratch,
-            env=sandbox.environment(scratch, env),
-            start_new_session=True,
-            preexec_fn=_child_setup(sandbox),  # noqa: PLW1509 - rlimits need it
-        )
+        # an id no other worker on this machine runs as meanwhile (bubblewrap as root)
+        self.lease = sandbox.lease_id(slot)
+        try:
+            self.proc = subprocess.Popen(  # noqa: S603 - our own command line
+                sandbox.command(
+                    scratch, slot, env, uid=None if self.lease is None else self.lease.uid
+                ),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors.open("wb"),
+                cwd=scratch,
+                env=sandbox.environment(scratch, env),
+                start_new_session=True,
+                preexec_fn=_child_setup(sandbox),  # noqa: PLW1509 - rlimits need it
+            )
+        except BaseException:
+            if self.lease is not None:
+                self.lease.release()
+            raise
         self._watch = threading.Thread(target=self._watch_memory, daemon=True)
         self._watch.start()
         try:
@@ -284,6 +293,8 @@ class Channel:
             with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
+        if self.lease is not None and self.proc.poll() is not None:
+            self.lease.release()  # (a worker that would not end keeps its id from others)
 
 
 def _memory(proc: Any) -> int:

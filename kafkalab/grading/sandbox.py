@@ -6,7 +6,9 @@ over a pipe, inside a sandbox.
   the course (no ``solutions/``, no ``exercises/source``, no ``.git``, no tests, no other
   hand-ins, no home folder); its ``/tmp`` is a private, size-capped tmpfs that disappears with
   it. It has no network (a loopback of its own, for Spark), its own process and IPC namespaces,
-  and, when grading runs as root, an unprivileged user id of its own. It dies with the judge.
+  and, when grading runs as root, an unprivileged user id of its own (:class:`IdLease`: no other
+  worker on the machine runs as it meanwhile, whichever grading started it). It dies with the
+  judge.
 - ``docker``: the same worker in a container (``--network none``, a read-only root, memory and
   process limits): for machines where bubblewrap cannot run. Build its image first (README).
 - ``none``: only the limits below, a new session and a private temporary folder. A hand-in can
@@ -18,11 +20,15 @@ seconds, open files, processes and file size.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +37,7 @@ from kafkalab.errors import ConfigError
 
 __all__ = [
     "SANDBOXES",
+    "IdLease",
     "Limits",
     "Sandbox",
     "bwrap_available",
@@ -44,6 +51,10 @@ _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts
 DOCKER_IMAGE = "kafkalab-grader"
 _HOST_ONLY = ("PATH", "JAVA_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
 UID_BASE = 61000  # unprivileged ids the worker runs as when grading runs as root
+UID_COUNT = 1000  # how many: UID_BASE .. UID_BASE + UID_COUNT - 1
+# Where the ids' lock files live: root's own folder (made 0700 on first use), or one in the
+# system's temporary folder where /run cannot be written.
+LEASE_DIRS = (Path("/run/kafkalab-grader"), Path(tempfile.gettempdir()) / "kafkalab-grader-ids")
 INSTALL_BWRAP = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap), or grade with --sandbox docker, or --sandbox none for notebooks you trust"
@@ -95,15 +106,26 @@ class Sandbox:
                 f"--sandbox {self.kind!r} is not allowed: use one of {', '.join(SANDBOXES)}"
             )
 
-    def command(self, scratch: Path, slot: int, env: Mapping[str, str]) -> list[str]:
+    def command(
+        self, scratch: Path, slot: int, env: Mapping[str, str], *, uid: int | None = None
+    ) -> list[str]:
         """The command that starts a worker whose private files live in ``scratch`` (a folder
-        the caller removes afterwards); ``slot`` tells concurrent workers apart."""
+        the caller removes afterwards); ``slot`` tells concurrent workers apart; ``uid``: the id
+        a bubblewrap worker runs as when grading runs as root (a leased one, see
+        :meth:`lease_id`; default ``UID_BASE + slot``)."""
         worker = [sys.executable, "-I", "-m", "kafkalab.grading.worker"]
         if self.kind == "none":
             return worker
         if self.kind == "docker":
             return self._docker(env)
-        return self._bwrap(worker, scratch, slot, env)
+        return self._bwrap(worker, scratch, UID_BASE + slot if uid is None else uid, env)
+
+    def lease_id(self, slot: int) -> IdLease | None:
+        """The user id a new worker runs as, held until the worker has ended: only bubblewrap
+        as root drops to an id of its own; otherwise None."""
+        if self.kind != "bwrap" or os.geteuid() != 0:
+            return None
+        return IdLease.take(slot)
 
     def environment(self, scratch: Path, env: Mapping[str, str]) -> dict[str, str] | None:
         """The worker's environment for ``none`` (the others set their own inside)."""
@@ -136,10 +158,10 @@ class Sandbox:
     # ---- bubblewrap ---------------------------------------------------------------------------
 
     def _bwrap(
-        self, worker: Sequence[str], scratch: Path, slot: int, env: Mapping[str, str]
+        self, worker: Sequence[str], scratch: Path, uid: int, env: Mapping[str, str]
     ) -> list[str]:
         as_root = os.geteuid() == 0
-        uid = UID_BASE + slot if as_root else os.getuid()
+        uid = uid if as_root else os.getuid()
         scratch.mkdir(parents=True, exist_ok=True)
         passwd = scratch / "passwd"
         passwd.write_text(f"root:x:0:0::/root:/bin/sh\nlearner:x:{uid}:{uid}::/tmp:/bin/sh\n")
@@ -205,6 +227,75 @@ class Sandbox:
             if key not in _HOST_ONLY:  # paths of this machine mean nothing in the image
                 cmd += ["--env", f"{key}={value}"]
         return [*cmd, self.image, "python", "-I", "-m", "kafkalab.grading.worker"]
+
+
+class IdLease:
+    """An unprivileged user id that one worker runs as, held (an advisory lock on a file named
+    after it) until :meth:`release`, or until the process holding it ends.
+
+    The process limit (RLIMIT_NPROC) counts every process and thread of a user id, whoever
+    started them. Two gradings on one machine (two instructors, two test runs) that gave their
+    first workers the same id would count each other's processes: a Spark worker's few hundred
+    threads in one, or a fork bomb, would stop the other's worker from starting at all; and
+    either could signal the other's processes. A leased id is used by one worker at a time."""
+
+    def __init__(self, uid: int, fd: int) -> None:
+        self.uid, self._fd = uid, fd
+
+    @classmethod
+    def take(cls, slot: int = 0) -> IdLease:
+        """The first free id from ``UID_BASE + slot`` on (wrapping round the range)."""
+        folder = _lease_folder()
+        for offset in range(UID_COUNT):
+            uid = UID_BASE + (slot + offset) % UID_COUNT
+            fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return cls(uid, fd)
+        raise ConfigError(
+            f"every sandbox user id from {UID_BASE} to {UID_BASE + UID_COUNT - 1} is in use by "
+            f"another worker on this machine (lock files in {folder}): wait for a grading to end"
+        )
+
+    def release(self) -> None:
+        """Give the id back (once its worker and everything it started have ended)."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+
+
+def _lease_folder() -> Path:
+    """The first usable folder of :data:`LEASE_DIRS`: made 0700 if missing; it must be a real
+    folder owned by this user and writable by it alone (another user's files could otherwise
+    hold ids for ever)."""
+    refused = []
+    for folder in LEASE_DIRS:
+        with contextlib.suppress(FileExistsError, FileNotFoundError, PermissionError):
+            folder.mkdir(mode=0o700)
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if (
+            stat.S_ISDIR(info.st_mode)
+            and info.st_uid == os.geteuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            and os.access(folder, os.W_OK)
+        ):
+            return folder
+        refused.append(str(folder))
+    raise ConfigError(
+        "no folder to keep the sandbox ids' locks in: "
+        + (
+            f"{', '.join(refused)} must be folders owned by this user, writable by it alone"
+            if refused
+            else f"cannot create {LEASE_DIRS[0]}"
+        )
+    )
 
 
 def choose(kind: str | None, limits: Limits, image: str = DOCKER_IMAGE) -> Sandbox:
