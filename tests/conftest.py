@@ -1,11 +1,13 @@
 """What the test modules share: the repository's root, running a notebook, one Spark session for
 the whole run, and the markers behind the quick loop.
 
-    pytest tests -m "not slow and not notebooks and not spark"   # make test-quick
+    pytest tests -m "not notebooks and not spark"   # make test-quick
 
 ``notebooks`` marks every test that executes a notebook in a Jupyter kernel (each nbval cell,
 the papermill runs, the browser test); ``spark`` marks every test that starts a Spark JVM (a
-notebook that calls ``spark_session`` is marked both). ``slow`` is for ``make test-slow``.
+notebook that calls ``spark_session`` is marked both). ``make test`` runs every test;
+``--hostile all`` (``make test-hostile``) grades every assignment's hostile hand-ins, not only
+08-idempotence's.
 """
 
 from __future__ import annotations
@@ -96,6 +98,12 @@ def _recorded_seconds() -> dict[str, float]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--hostile",
+        default="08-idempotence",
+        help="the assignments whose hostile hand-ins tests/test_grading_hostile.py grades: all, "
+        "or names separated by commas (default 08-idempotence; all takes an hour)",
+    )
     parser.addoption(
         "--record-scope-seconds",
         action="store_true",

@@ -36,8 +36,7 @@ def test_widget_benchmark_runs_and_prints_its_figures() -> None:
         assert figure in stdout, f"{figure!r} missing from:\n{stdout}"
 
 
-@pytest.mark.slow  # four Spark sessions (scaling local[1] against local[2]): make test-slow
-@pytest.mark.spark
+@pytest.mark.spark  # four Spark sessions (scaling local[1] against local[2])
 def test_campaign_benchmark_runs_and_prints_its_figures() -> None:
     # --repeats 0: each query runs once (the figures are the same columns; a repeat only
     # times the same query again, and costs a Spark job per query)

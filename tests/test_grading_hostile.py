@@ -5,7 +5,8 @@ Each assignment's hostile folder (tests/hostile.py: score forgery, patched check
 answers, shell escapes, daemons, reading solutions and hidden tests, memory hogs, endless loops
 that swallow interrupts, a fork bomb, broken notebooks, and the solution with an attack in it) is
 graded in one ``kafkalab grade`` run; the tests below read what that run did, one hand-in each.
-08-idempotence always runs; the other assignments are marked ``slow`` (11 and 12 start Spark).
+``make test`` grades 08-idempotence's folder; ``--hostile all`` (``make test-hostile``: an hour,
+Spark for 11 and 12) every assignment's, ``--hostile 03-hw-leo,12-spark-analysis`` those.
 """
 
 from __future__ import annotations
@@ -36,19 +37,35 @@ from tests.hostile import (
     write_hostile_folder,
 )
 
-QUICK = "08-idempotence"
 LATE_S = 3  # how long to wait for delayed markers once grading has finished
 
-ASSIGNMENTS = [
-    pytest.param(
-        name,
-        marks=[
-            *([] if name == QUICK else [pytest.mark.slow]),
-            *([pytest.mark.spark] if starts_spark(ROOT / "solutions" / f"{name}.ipynb") else []),
-        ],
-    )
-    for name in source_notebooks()
-]
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The assignments whose folders are graded: ``--hostile`` (08-idempotence by default)."""
+    if "graded" not in metafunc.fixturenames:
+        return
+    chosen = hostile_assignments(metafunc.config.getoption("--hostile"), source_notebooks())
+    params = [
+        pytest.param(
+            name,
+            marks=[pytest.mark.spark] if starts_spark(ROOT / "solutions" / f"{name}.ipynb") else [],
+        )
+        for name in chosen
+    ]
+    metafunc.parametrize("graded", params, indirect=True, scope="module")
+
+
+def hostile_assignments(option: str, names: list[str]) -> list[str]:
+    """The assignments ``--hostile`` names: ``all``, or a comma-separated list."""
+    if option == "all":
+        return list(names)
+    chosen = [n.strip() for n in option.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in names]
+    if unknown or not chosen:
+        raise pytest.UsageError(
+            f"--hostile {option!r} is not allowed: use all, or some of {', '.join(names)}"
+        )
+    return chosen
 
 
 @dataclass
@@ -77,7 +94,7 @@ class GradedFolder:
         return self.rows[file]
 
 
-@pytest.fixture(scope="module", params=ASSIGNMENTS)
+@pytest.fixture(scope="module")
 def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     assignment = request.param
     base = tmp_path_factory.mktemp(assignment)

@@ -169,8 +169,7 @@ def _solution() -> tuple[str, str]:
     return function.split("\n\n\nexample")[0], query.split('""" # BEGIN PROMPT')[0]
 
 
-@pytest.mark.slow  # a Spark job per sampled version; make test checks the worked solution in
-@pytest.mark.spark  # one version (solutions/ under nbval) and every version against DuckDB
+@pytest.mark.spark  # a Spark job per sampled version (every version: against DuckDB, above)
 def test_the_worked_solution_gives_the_replay(spark: Any) -> None:
     from pyspark.sql import functions as F
 

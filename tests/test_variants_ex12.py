@@ -187,8 +187,7 @@ def _solution_functions() -> dict[str, Any]:
     return space
 
 
-@pytest.mark.slow  # a Spark job per sampled version; make test checks the worked solution in
-@pytest.mark.spark  # one version (solutions/ under nbval) and every version against DuckDB
+@pytest.mark.spark  # a Spark job per sampled version (every version: against DuckDB, above)
 def test_the_worked_solution_gives_the_replay(spark: Any) -> None:
     from kafkalab.spark import read_campaign
 

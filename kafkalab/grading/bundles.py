@@ -65,7 +65,7 @@ _NOT_SHIPPED = ("datasets/large",)
 _REPOSITORY_TARGETS = {
     "test": "tests",
     "test-quick": "tests",
-    "test-slow": "tests",
+    "test-hostile": "tests",
     "bench": "benchmarks",
     "notebooks": "notebook runner (tools/)",
     "exercises": "exercise sources",
