@@ -9,6 +9,7 @@ crash cuts a lane (dotted until the restart).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -103,8 +104,8 @@ class Flow:
         start = self.row_times[rows[0]]
 
         def y(row: float) -> float:
-            known = [r for r in rows if r <= row]
-            t = self.row_times[known[-1]] if known else start
+            at = bisect.bisect_right(rows, row)  # rows[at - 1]: the last timed row up to this one
+            t = self.row_times[rows[at - 1]] if at else start
             return row + (t - start) / time_scale_ms
 
         return y
