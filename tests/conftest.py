@@ -125,6 +125,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not config.getoption("--record-scope-seconds") or hasattr(config, "workerinput"):
         return  # only the controller (or a run without workers) writes
     seconds = {**_recorded_seconds(), **{k: round(v, 1) for k, v in _measured.items()}}
+    # a scope whose file is gone (renamed, removed) is dropped
+    seconds = {k: v for k, v in seconds.items() if (ROOT / k.split("::")[0]).is_file()}
     text = json.dumps(dict(sorted(seconds.items())), indent=1) + "\n"
     SCOPE_SECONDS.write_text(text, encoding="utf-8")
 
