@@ -8,8 +8,11 @@ Memory per state: the peak traced memory (tracemalloc) of a separate run of the 
 over its states. Branching: how a search gets a state's children. It rebuilds each schedule
 from scratch (the simulator is deterministic); copying a cluster (copy.deepcopy) is timed
 beside it, and whether a copy continues exactly like the original (same digest after the same
-steps) is printed. With --spark, one search also runs on Spark local[1] and local[2], each
-states/s against the in-process search measured in the same run (the baseline).
+steps) is printed. Workers: one search again with its large depths shared among forked
+processes (one per core; ``explore(workers=N)``), states/s against the same search in one
+process measured just before (the baseline), and whether both found the same. With --spark, one
+search also runs on Spark local[1] and local[2], each states/s against the in-process search
+measured in the same run (the baseline). The figures above the workers table are one process's.
 
     python benchmarks/bench_explore.py          # a few minutes
     python benchmarks/bench_explore.py --quick  # the fast configs only (seconds)
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import sys
 import time
 import tracemalloc
@@ -103,7 +107,7 @@ MEMORY = ("acks=1, no power loss", "safe, 2 brokers", "0.10 no leader epochs (KI
 
 def run(name: str) -> list[str]:
     settings, bounds = CONFIGS[name]
-    r = explore(settings, **bounds)
+    r = explore(settings, workers=1, **bounds)
     v = r.violation
     found = f"{v.invariant} in {len(v.steps)} steps" if v else "none"
     reach = "complete" if r.complete else "cut short"
@@ -122,7 +126,7 @@ def run(name: str) -> list[str]:
 def memory_per_state(name: str) -> tuple[int, float]:
     settings, bounds = CONFIGS[name]
     tracemalloc.start()
-    r = explore(settings, **bounds)
+    r = explore(settings, workers=1, **bounds)  # tracemalloc sees this process only
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return r.states, peak / r.states
@@ -158,6 +162,29 @@ def branching(samples: int = 30) -> list[list[str]]:
         ["copy.deepcopy", "-" if copied is None else f"{deep * 1000:.2f}", failed],
         ["state digest", f"{digest * 1000:.2f}", ""],
     ]
+
+
+def worker_rates(name: str) -> list[list[str]]:
+    """The search in one process (the baseline), then shared among one worker per core."""
+    settings, bounds = CONFIGS[name]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    base = explore(settings, workers=1, **bounds)
+    base_rate = base.states / max(base.seconds, 1e-9)
+    rows = [["1 (this process)", f"{base.seconds:.2f}", f"{base_rate:.0f}", "1.00", "-"]]
+    for workers in sorted({2, cores or 1} - {1}):
+        r = explore(settings, workers=workers, **bounds)
+        same = r.as_json() | {"seconds": 0} == base.as_json() | {"seconds": 0}
+        rate = r.states / max(r.seconds, 1e-9)
+        rows.append(
+            [
+                str(workers),
+                f"{r.seconds:.2f}",
+                f"{rate:.0f}",
+                f"{rate / base_rate:.2f}",
+                "yes" if same else "NO",
+            ]
+        )
+    return rows
 
 
 def spark_rates(name: str) -> list[list[str]]:
@@ -207,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(table(["branching a state", "ms", "continues alike"], branching(5 if args.quick else 30)))
+    print()
+    name = "acks=1" if args.quick else "same with leader epochs"
+    print(f"workers ({name}; ratio: states/s against one process; a small search stays in one)")
+    print(table(["workers", "seconds", "states/s", "ratio", "same result"], worker_rates(name)))
     if args.spark:
         print()
         name = "safe, 2 brokers"

@@ -68,5 +68,11 @@ def test_campaign_benchmark_prints_trials_per_core() -> None:
 
 def test_explore_benchmark_runs_and_prints_its_figures() -> None:
     stdout = _quick("bench_explore.py")
-    for figure in ("states/s", "first cex s", "peak bytes/state", "rebuild from the schedule"):
+    for figure in (
+        "states/s",
+        "first cex s",
+        "peak bytes/state",
+        "rebuild from the schedule",
+        "same result",
+    ):
         assert figure in stdout, f"{figure!r} missing from:\n{stdout}"

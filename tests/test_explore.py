@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from kafkalab import Rules, cli, make_config
 from kafkalab.errors import ActionError, ConfigError
+from kafkalab.explore import CRASH_ACTIONS as CRASHES
 from kafkalab.explore import EXAMPLES, Replayer, explore, state_digest
 from kafkalab.explore.digest import _HISTORY
 from kafkalab.sim.expect import BROKER_MAPS
@@ -91,6 +92,8 @@ def test_bad_bounds_and_names_are_refused_with_the_allowed_values() -> None:
         explore(ACKS_1, invariants=["no_loss"])
     with pytest.raises(ConfigError, match="acks"):
         explore({"acks": "most"})
+    with pytest.raises(ConfigError, match="workers=0 is not allowed: use a whole number >= 1"):
+        explore(ACKS_1, workers=0)
 
 
 def test_only_the_named_invariants_are_checked() -> None:
@@ -337,6 +340,7 @@ def test_the_command_exits_0_when_nothing_breaks(capsys: pytest.CaptureFixture[s
         (["--set", "acks=sometimes"], "acks"),
         (["--out", "found.txt"], "name a .yaml file"),
         (["--out", "/no/such/folder/x.yaml"], "does not exist"),
+        (["--workers", "0"], "workers=0 is not allowed"),
     ],
 )
 def test_the_command_refuses_bad_input_in_one_line(
@@ -345,6 +349,46 @@ def test_the_command_refuses_bad_input_in_one_line(
     assert cli.main(["explore", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+# ---- workers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "bounds"),
+    [
+        (ACKS_1, dict(depth=4, actions=("produce", "fetch", "crash", "expire"))),  # breaks
+        (EXAMPLES["safe"], dict(depth=4, actions=CRASHES)),  # does not
+    ],
+)
+def test_forked_workers_make_the_same_search(
+    settings: dict[str, Any], bounds: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kafkalab.explore as search
+
+    forked: list[bool] = []
+    close = search._Workers.close
+
+    def closing(self: Any) -> None:
+        forked.append(self.pool is not None)
+        close(self)
+
+    monkeypatch.setattr(search, "PARALLEL_MIN", 2)  # small depths go to the workers too
+    monkeypatch.setattr(search._Workers, "close", closing)
+    alone = explore(settings, workers=1, **bounds)
+    shared = explore(settings, workers=3, **bounds)
+    assert forked == [True]  # the second search forked its workers (the first none)
+    assert (shared.states, shared.levels, shared.complete) == (
+        alone.states,
+        alone.levels,
+        alone.complete,
+    )
+    assert (shared.violation is None) == (alone.violation is None)
+    if alone.violation is not None:
+        assert shared.violation is not None
+        assert shared.violation.steps == alone.violation.steps
+        assert shared.violation.scenario_yaml == alone.violation.scenario_yaml
+    assert search._FORKED_JOB is None  # nothing left behind for the next search
 
 
 # ---- Spark ---------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ no broker symmetry is sound.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +82,9 @@ DEFAULT_ACTIONS = (
     "expire",
 )
 MAX_BROKERS = 5
+# A depth with fewer states than this to expand runs in this process: forking the workers and
+# sending them the states would cost more than it saves.
+PARALLEL_MIN = 200
 
 # Configs the course and its tests search, by name.
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -345,12 +350,15 @@ def explore(
     max_states: int = 200_000,
     progress: Callable[[int, int, int], None] | None = None,
     expand: Callable[[list[_Node], Any], list[tuple[_Node, Any]]] | None = None,
+    workers: int | None = None,
 ) -> ExploreResult:
     """Search every schedule of ``actions`` up to ``depth`` steps, breadth first, on a stepped
     cluster of ``brokers`` with ``settings``; stop at the first schedule that breaks one of
     ``invariants`` (default: all of :data:`kafkalab.INVARIANTS`). ``progress(depth, states,
     frontier)`` is called after each depth; ``expand`` replaces the in-process expansion of a
-    depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark)."""
+    depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark). ``workers``: processes
+    that expand a large depth's states side by side (default: one per core this process may
+    use; 1: all in this process); the result is the same whatever the number."""
     settings = dict(settings or {})
     config = make_config(settings)
     if "preset" in settings:  # as the config read it: an unquoted 0.10 arrives as 0.1
@@ -359,7 +367,24 @@ def explore(
     actions = _check_actions(actions)
     names = _check_invariants(invariants)
     job = _Job(config, brokers, rules, actions, names, bounds)
-    expand = expand or job.expand_locally
+    count = _check_workers(workers)
+    pool = None if expand is not None else _Workers.start(job, count)
+    try:
+        chosen = expand or (pool.expand if pool is not None else job.expand_locally)
+        return _search(job, settings, bounds, chosen, progress)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _search(
+    job: _Job,
+    settings: dict[str, Any],
+    bounds: Bounds,
+    expand: Callable[[list[_Node], Any], list[tuple[_Node, Any]]],
+    progress: Callable[[int, int, int], None] | None,
+) -> ExploreResult:
+    depth, max_states, names = bounds.depth, bounds.max_states, job.names
     started = time.perf_counter()
     root = job.replayer.fresh()
     broken = root.monitor.first_violation(names)
@@ -404,6 +429,60 @@ def explore(
         settings=settings,
         levels=levels,
     )
+
+
+def _check_workers(workers: int | None) -> int:
+    if workers is None:
+        usable = getattr(os, "sched_getaffinity", None)
+        return len(usable(0)) if usable is not None else os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers={workers!r} is not allowed: use a whole number >= 1")
+    return workers
+
+
+# The job the forked workers expand states of: each inherits it from the process that forks it.
+_FORKED_JOB: _Job | None = None
+
+
+def _expand_forked(nodes: list[_Node]) -> list[tuple[_Node, str | tuple[str, str]]]:
+    assert _FORKED_JOB is not None
+    return _FORKED_JOB.expand_locally(nodes, _FORKED_JOB)
+
+
+class _Workers:
+    """Forked processes that expand the states of a large depth, a share each; the children come
+    back in the frontier's order, so the search is the one a single process makes. The pool
+    starts at the first depth of at least :data:`PARALLEL_MIN` states (none for a small search)."""
+
+    def __init__(self, job: _Job, workers: int) -> None:
+        self.job, self.workers = job, workers
+        self.pool: Any = None
+
+    @classmethod
+    def start(cls, job: _Job, workers: int) -> _Workers | None:
+        """Workers, or None where only one is wanted or processes cannot be forked."""
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        return cls(job, workers)
+
+    def expand(self, frontier: list[_Node], job: Any) -> list[tuple[_Node, str | tuple[str, str]]]:
+        if len(frontier) < PARALLEL_MIN:
+            return self.job.expand_locally(frontier, job)
+        if self.pool is None:
+            global _FORKED_JOB
+            _FORKED_JOB = self.job
+            self.pool = multiprocessing.get_context("fork").Pool(self.workers)
+        size = -(-len(frontier) // (4 * self.workers))  # four shares a worker: an even finish
+        shares = [frontier[i : i + size] for i in range(0, len(frontier), size)]
+        return [child for part in self.pool.map(_expand_forked, shares) for child in part]
+
+    def close(self) -> None:
+        global _FORKED_JOB
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+        _FORKED_JOB = None
 
 
 def _order(node: _Node) -> tuple[int, ...]:

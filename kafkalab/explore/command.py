@@ -54,6 +54,13 @@ def add_explore_parser(sub: Any) -> None:
     p.add_argument(
         "--master", help="expand each depth on Spark (local[2], spark://host:port, yarn)"
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes that expand a large depth side by side (default: one per core; "
+        "the result is the same)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -85,7 +92,7 @@ def explore_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
             result = explore_on_spark(settings, master=args.master, **kwargs)
         else:
-            result = explore(settings, **kwargs)
+            result = explore(settings, workers=args.workers, **kwargs)
     finally:
         if bar is not None:
             bar.close()
