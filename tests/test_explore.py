@@ -391,6 +391,28 @@ def test_forked_workers_make_the_same_search(
     assert search._FORKED_JOB is None  # nothing left behind for the next search
 
 
+def test_a_worker_that_dies_leaves_the_search_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kafkalab.explore as search
+
+    here, expand = os.getpid(), search._Job.expand_locally
+
+    def die_in_a_worker(self: Any, nodes: list[Any], job: Any) -> list[Any]:
+        if os.getpid() != here:
+            os._exit(3)  # a worker killed (out of memory, say) halfway through its share
+        return expand(self, nodes, job)
+
+    bounds = dict(depth=4, actions=("produce", "fetch", "crash", "expire"))
+    alone = explore(ACKS_1, workers=1, **bounds)
+    monkeypatch.setattr(search, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(search._Job, "expand_locally", die_in_a_worker)  # workers inherit it
+    with pytest.warns(RuntimeWarning, match="a worker of the search ended unexpectedly"):
+        rescued = explore(ACKS_1, workers=2, **bounds)
+    assert rescued.as_json() | {"seconds": 0} == alone.as_json() | {"seconds": 0}
+    assert search._FORKED_JOB is None
+
+
 # ---- Spark ---------------------------------------------------------------------------------
 
 

@@ -27,8 +27,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -357,8 +361,8 @@ def explore(
     ``invariants`` (default: all of :data:`kafkalab.INVARIANTS`). ``progress(depth, states,
     frontier)`` is called after each depth; ``expand`` replaces the in-process expansion of a
     depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark). ``workers``: processes
-    that expand a large depth's states side by side (default: one per core this process may
-    use; 1: all in this process); the result is the same whatever the number."""
+    that expand a large depth's states side by side (default: one per core this process may use
+    on Linux, 1 elsewhere; 1: all in this process); the result is the same whatever the number."""
     settings = dict(settings or {})
     config = make_config(settings)
     if "preset" in settings:  # as the config read it: an unquoted 0.10 arrives as 0.1
@@ -432,9 +436,10 @@ def _search(
 
 
 def _check_workers(workers: int | None) -> int:
-    if workers is None:
-        usable = getattr(os, "sched_getaffinity", None)
-        return len(usable(0)) if usable is not None else os.cpu_count() or 1
+    if workers is None:  # forking is safe by default on Linux only (macOS: not with every library)
+        if not sys.platform.startswith("linux"):
+            return 1
+        return len(os.sched_getaffinity(0))
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers={workers!r} is not allowed: use a whole number >= 1")
     return workers
@@ -451,12 +456,15 @@ def _expand_forked(nodes: list[_Node]) -> list[tuple[_Node, str | tuple[str, str
 
 class _Workers:
     """Forked processes that expand the states of a large depth, a share each; the children come
-    back in the frontier's order, so the search is the one a single process makes. The pool
-    starts at the first depth of at least :data:`PARALLEL_MIN` states (none for a small search)."""
+    back in the frontier's order, so the search is the one a single process makes. The workers
+    start at the first depth of at least :data:`PARALLEL_MIN` states (none for a small search).
+    Should one die (killed, out of memory), the search warns and goes on in this process, with
+    the same result."""
 
     def __init__(self, job: _Job, workers: int) -> None:
         self.job, self.workers = job, workers
-        self.pool: Any = None
+        self.pool: ProcessPoolExecutor | None = None
+        self.broken = False
 
     @classmethod
     def start(cls, job: _Job, workers: int) -> _Workers | None:
@@ -466,21 +474,31 @@ class _Workers:
         return cls(job, workers)
 
     def expand(self, frontier: list[_Node], job: Any) -> list[tuple[_Node, str | tuple[str, str]]]:
-        if len(frontier) < PARALLEL_MIN:
+        if len(frontier) < PARALLEL_MIN or self.broken:
             return self.job.expand_locally(frontier, job)
         if self.pool is None:
             global _FORKED_JOB
             _FORKED_JOB = self.job
-            self.pool = multiprocessing.get_context("fork").Pool(self.workers)
+            self.pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("fork"))
         size = -(-len(frontier) // (4 * self.workers))  # four shares a worker: an even finish
         shares = [frontier[i : i + size] for i in range(0, len(frontier), size)]
-        return [child for part in self.pool.map(_expand_forked, shares) for child in part]
+        try:
+            return [child for part in self.pool.map(_expand_forked, shares) for child in part]
+        except BrokenProcessPool:
+            self.broken = True
+            self.close()
+            warnings.warn(
+                "a worker of the search ended unexpectedly; the search goes on in this process "
+                "(same result, more time; workers=1 asks for that from the start)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return self.job.expand_locally(frontier, job)
 
     def close(self) -> None:
         global _FORKED_JOB
         if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
+            self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
         _FORKED_JOB = None
 
