@@ -115,9 +115,8 @@ _measured: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _measured[scope_of(report.nodeid)] = _measured.get(scope_of(report.nodeid), 0.0) + (
-        report.duration
-    )
+    scope = scope_of(report.nodeid)
+    _measured[scope] = _measured.get(scope, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -420,7 +420,7 @@ def _alive(pids: list[int]) -> list[int]:
 
 def test_docker_runs_the_worker_without_network_with_limits() -> None:
     box = Sandbox("docker", Limits(memory_bytes=1 << 30, processes=300), image="my-grader")
-    cmd = box.command(Path("/tmp/x"), 0, {"KAFKALAB_TIME_LIMIT_S": "3"})
+    cmd = box.command(Path("/tmp/x"), {"KAFKALAB_TIME_LIMIT_S": "3"})
     joined = " ".join(cmd)
     assert cmd[:4] == ["docker", "run", "--rm", "-i"]
     for part in ("--network none", "--read-only", f"--memory {1 << 30}", "--pids-limit 300"):

@@ -174,9 +174,7 @@ class Channel:
         self.lease = sandbox.lease_id(slot)
         try:
             self.proc = subprocess.Popen(  # noqa: S603 - our own command line
-                sandbox.command(
-                    scratch, slot, env, uid=None if self.lease is None else self.lease.uid
-                ),
+                sandbox.command(scratch, env, uid=None if self.lease is None else self.lease.uid),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors.open("wb"),

@@ -107,18 +107,17 @@ class Sandbox:
             )
 
     def command(
-        self, scratch: Path, slot: int, env: Mapping[str, str], *, uid: int | None = None
+        self, scratch: Path, env: Mapping[str, str], *, uid: int | None = None
     ) -> list[str]:
         """The command that starts a worker whose private files live in ``scratch`` (a folder
-        the caller removes afterwards); ``slot`` tells concurrent workers apart; ``uid``: the id
-        a bubblewrap worker runs as when grading runs as root (a leased one, see
-        :meth:`lease_id`; default ``UID_BASE + slot``)."""
+        the caller removes afterwards); ``uid``: the id a bubblewrap worker runs as when grading
+        runs as root, leased for it (:meth:`lease_id`)."""
         worker = [sys.executable, "-I", "-m", "kafkalab.grading.worker"]
         if self.kind == "none":
             return worker
         if self.kind == "docker":
             return self._docker(env)
-        return self._bwrap(worker, scratch, UID_BASE + slot if uid is None else uid, env)
+        return self._bwrap(worker, scratch, uid, env)
 
     def lease_id(self, slot: int) -> IdLease | None:
         """The user id a new worker runs as, held until the worker has ended: only bubblewrap
@@ -158,10 +157,12 @@ class Sandbox:
     # ---- bubblewrap ---------------------------------------------------------------------------
 
     def _bwrap(
-        self, worker: Sequence[str], scratch: Path, uid: int, env: Mapping[str, str]
+        self, worker: Sequence[str], scratch: Path, uid: int | None, env: Mapping[str, str]
     ) -> list[str]:
         as_root = os.geteuid() == 0
-        uid = uid if as_root else os.getuid()
+        if as_root and uid is None:
+            raise ValueError("a worker started as root needs an id leased for it (lease_id)")
+        uid = uid if as_root and uid is not None else os.getuid()
         scratch.mkdir(parents=True, exist_ok=True)
         passwd = scratch / "passwd"
         passwd.write_text(f"root:x:0:0::/root:/bin/sh\nlearner:x:{uid}:{uid}::/tmp:/bin/sh\n")

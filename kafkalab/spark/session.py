@@ -168,6 +168,12 @@ def _conf(
     if not log4j.is_file() or log4j.read_text() != _LOG4J2:
         log4j.write_text(_LOG4J2)
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Djava.io.tmpdir={scratch}"
+    local = master is not None and master.startswith("local")  # a cluster's nodes have their own
+    if local:
+        # A local session's jobs are short (a lesson's query, a grading check): the JVM's first
+        # compiler (C1) alone makes them a fifth faster than waiting for the optimising one (C2),
+        # which would spend a core compiling code that runs for seconds.
+        java_opts += f" {LOCAL_JIT}"
     if shuffle_partitions is None:
         shuffle_partitions = 2 * (os.cpu_count() or 2)
     conf = {
@@ -179,13 +185,7 @@ def _conf(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
-    if master is not None and master.startswith("local"):  # a cluster's nodes have their own
-        # A local session's jobs are short (a lesson's query, a grading check): the JVM's first
-        # compiler (C1) alone makes them a fifth faster than waiting for the optimising one (C2),
-        # which would spend a core compiling code that runs for seconds. The executor runs in
-        # the driver's JVM here, so the driver's options are the ones that count.
-        java_opts += f" {LOCAL_JIT}"
-        conf["spark.driver.extraJavaOptions"] = java_opts
+    if local:
         conf["spark.local.dir"] = str(scratch)
         conf["spark.executor.extraJavaOptions"] = java_opts
     conf.update(extra or {})
