@@ -12,6 +12,7 @@ from kafkalab.protocol.rules import (
     follower_hw,
     leader_hw,
     sequence_verdict,
+    truncate_before_fetch,
     truncation_offset,
 )
 
@@ -91,6 +92,48 @@ def test_kip101_divergence_comes_back_when_the_truncation_rule_falls_back_to_the
     broken = scenarios.run(s, {"leader_epochs": True}, rules=Rules(truncation_offset=old_rule))
     assert fixed.ok and not fixed.cluster.report().divergent
     assert broken.cluster.report().divergent
+
+
+def test_truncate_before_fetch_is_the_followers_own_hw() -> None:
+    assert truncate_before_fetch(1, 2) == 1
+    assert truncate_before_fetch(2, 2) == 2  # nothing above the HW: nothing removed
+
+
+def _values(cluster: Cluster, broker: int) -> list[str]:
+    return [value for _, value, _ in cluster.replica(broker).records]
+
+
+def _waits_for_the_leader(hw: int, leo: int) -> int:
+    return leo  # KIP-101's set-aside alternative: cut nothing before the leader answers
+
+
+@pytest.mark.parametrize(
+    ("rules", "lost", "divergent"),
+    [(None, ["m2"], False), (Rules(truncate_before_fetch=_waits_for_the_leader), [], False)],
+    ids=["kafka-0.10", "waits-for-the-leader"],
+)
+def test_waiting_for_the_leader_saves_kip101_scenario_1(
+    rules: Rules | None, lost: list[str], divergent: bool
+) -> None:
+    run = scenarios.run(scenarios.get("kip101-loss"), rules=rules)
+    report = run.cluster.report()
+    assert (report.lost_acked, report.divergent) == (lost, divergent)
+    kept = ["m1"] if lost else ["m1", "m2"]
+    assert _values(run.cluster, 1) == _values(run.cluster, 2) == kept
+
+
+@pytest.mark.parametrize(
+    "rules", [None, Rules(truncate_before_fetch=_waits_for_the_leader)], ids=["kafka-0.10", "waits"]
+)
+def test_waiting_for_the_leader_leaves_kip101_scenario_2_divergent(rules: Rules | None) -> None:
+    s = scenarios.get("kip101-divergence")
+    run = scenarios.run(s, rules=rules)
+    assert run.cluster.report().divergent
+    assert _values(run.cluster, 1) == ["m1", "m2"]
+    assert _values(run.cluster, 2) == ["m1", "m3"]
+    # Only the leader epoch tells m2 from m3, with or without the replaced rule.
+    fixed = scenarios.run(s, {"leader_epochs": True}, rules=rules)
+    assert not fixed.cluster.report().divergent
 
 
 def test_the_leader_answers_with_the_replaced_end_offset_rule() -> None:

@@ -164,7 +164,10 @@ class Partition:
         elif not same_leader:
             # ReplicaManager.makeFollowers (0.10) truncates to the HW only for partitions whose
             # leader changed; the others are skipped.
-            self.fetcher.truncate(ctx, r, r.log.hw, "truncate_to_hw")
+            target = self.host.rules.truncate_before_fetch(r.log.hw, r.log.leo)
+            self.fetcher.truncate(
+                ctx, r, target, "truncate_to_hw" if target == r.log.hw else "rule"
+            )
             r.truncating = False
         if r.role == "follower" and self.fetcher.auto(r):
             self.fetcher.send_fetch(ctx, r)

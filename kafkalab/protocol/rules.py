@@ -9,6 +9,8 @@ are exactly the simulator's behaviour.
 - :func:`leader_hw`: the leader's HW from the LEOs it knows (Partition.maybeIncrementLeaderHW).
 - :func:`end_offset_for`: the leader's answer to OffsetsForLeaderEpoch (LeaderEpochFileCache).
 - :func:`truncation_offset`: where a follower truncates after that answer (KIP-101, KIP-279).
+- :func:`truncate_before_fetch`: where a follower without leader epochs cuts its log before it
+  fetches from a new leader (before 0.11: its own HW).
 - :func:`sequence_verdict`: what the leader does with an idempotent producer's batch: append it,
   recognise a duplicate, or refuse it (KIP-98's ProducerAppendInfo).
 """
@@ -32,6 +34,7 @@ __all__ = [
     "follower_hw",
     "leader_hw",
     "sequence_verdict",
+    "truncate_before_fetch",
     "truncation_offset",
 ]
 
@@ -102,6 +105,19 @@ def truncation_offset(
     return min(leader_end_offset, own_end), True
 
 
+def truncate_before_fetch(hw: int, leo: int) -> int:
+    """Where a follower without leader epochs cuts its log when it starts to follow a new leader,
+    before its first fetch: its own ``hw`` (ReplicaManager.makeFollowers before 0.11), whatever its
+    ``leo``. Records from the returned offset on are removed; ``leo`` removes nothing.
+
+    KIP-101 scenario 1 loses an acknowledged record through this rule: a follower's HW lags the
+    leader's. The KIP's motivation names a simpler fix it set aside: cut nothing until the leader
+    has answered a fetch (``lambda hw, leo: leo``), which saves that record but cannot see two
+    logs that hold different records at the same offset (scenario 2).
+    """
+    return hw
+
+
 def sequence_verdict(
     known_epoch: int,
     cached: Sequence[tuple[int, int]],
@@ -156,6 +172,7 @@ class Rules:
     truncation_offset: Callable[
         [int, int, Sequence[tuple[int, int]], int, int], tuple[int, bool]
     ] = truncation_offset
+    truncate_before_fetch: Callable[[int, int], int] = truncate_before_fetch
     sequence_verdict: Callable[[int, Sequence[tuple[int, int]], int, int, int], str] = (
         sequence_verdict
     )
