@@ -91,6 +91,8 @@ lab: install
 # Every pyplot figure the tests draw prints its overlapping labels (kafkalab/viz/labels.py), so a
 # lesson picture with overlapping labels changes that lesson's output and fails its nbval test.
 test: export MATPLOTLIBRC := $(CURDIR)/kafkalab/viz/label_check
+# The test workers use every core already: a search forking more processes only competes with them.
+test: export KAFKALAB_EXPLORE_WORKERS := 1
 test: install
 	$(BIN)/python -m pytest tests notebooks solutions --nbval --nbval-kernel-name python3 \
 		--nbval-sanitize-with $(CURDIR)/tools/nbval_sanitize.cfg -m "$(PYTEST_MARKS)" \

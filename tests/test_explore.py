@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -411,6 +412,38 @@ def test_a_worker_that_dies_leaves_the_search_to_this_process(
         rescued = explore(ACKS_1, workers=2, **bounds)
     assert rescued.as_json() | {"seconds": 0} == alone.as_json() | {"seconds": 0}
     assert search._FORKED_JOB is None
+
+
+def test_the_environment_sets_the_default_number_of_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kafkalab.explore as search
+
+    started: list[int] = []
+    start = search._Workers.start.__func__  # type: ignore[attr-defined]
+
+    def recording(cls: Any, job: Any, workers: int) -> Any:
+        started.append(workers)
+        return start(cls, job, workers)
+
+    monkeypatch.setattr(search._Workers, "start", classmethod(recording))
+    bounds = dict(depth=2, actions=("produce", "fetch"))
+    monkeypatch.setenv(search.WORKERS_VARIABLE, "3")
+    explore(ACKS_1, **bounds)
+    explore(ACKS_1, workers=2, **bounds)  # an explicit number wins
+    monkeypatch.delenv(search.WORKERS_VARIABLE)
+    explore(ACKS_1, **bounds)
+    cores = len(os.sched_getaffinity(0)) if sys.platform.startswith("linux") else 1
+    assert started == [3, 2, cores]
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
+def test_a_bad_number_of_workers_in_the_environment_is_refused(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAFKALAB_EXPLORE_WORKERS", value)
+    with pytest.raises(ConfigError, match=f"KAFKALAB_EXPLORE_WORKERS='{value}' is not allowed"):
+        explore(ACKS_1, depth=1)
 
 
 # ---- Spark ---------------------------------------------------------------------------------

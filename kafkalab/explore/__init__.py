@@ -361,8 +361,9 @@ def explore(
     ``invariants`` (default: all of :data:`kafkalab.INVARIANTS`). ``progress(depth, states,
     frontier)`` is called after each depth; ``expand`` replaces the in-process expansion of a
     depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark). ``workers``: processes
-    that expand a large depth's states side by side (default: one per core this process may use
-    on Linux, 1 elsewhere; 1: all in this process); the result is the same whatever the number."""
+    that expand a large depth's states side by side (default: ``KAFKALAB_EXPLORE_WORKERS`` when
+    set, else one per core this process may use on Linux and 1 elsewhere; 1: all in this
+    process); the result is the same whatever the number."""
     settings = dict(settings or {})
     config = make_config(settings)
     if "preset" in settings:  # as the config read it: an unquoted 0.10 arrives as 0.1
@@ -435,8 +436,22 @@ def _search(
     )
 
 
+# Sets the default number of workers, for a machine whose cores are busy already (the test run's
+# own workers use them all: forking the search there only adds competing processes).
+WORKERS_VARIABLE = "KAFKALAB_EXPLORE_WORKERS"
+
+
 def _check_workers(workers: int | None) -> int:
-    if workers is None:  # forking is safe by default on Linux only (macOS: not with every library)
+    if workers is None:
+        chosen = os.environ.get(WORKERS_VARIABLE, "").strip()
+        if chosen:
+            if not chosen.isdigit() or int(chosen) < 1:
+                raise ConfigError(
+                    f"{WORKERS_VARIABLE}={chosen!r} is not allowed: use a whole number >= 1, "
+                    "or leave it unset for one worker per core"
+                )
+            return int(chosen)
+        # Forking is safe by default on Linux only (macOS: not with every library).
         if not sys.platform.startswith("linux"):
             return 1
         return len(os.sched_getaffinity(0))

@@ -58,8 +58,9 @@ def add_explore_parser(sub: Any) -> None:
         "--workers",
         type=int,
         metavar="N",
-        help="processes that expand a large depth side by side (default: one per core on "
-        "Linux, 1 elsewhere; the result is the same)",
+        help="processes that expand a large depth side by side (default: "
+        "$KAFKALAB_EXPLORE_WORKERS, else one per core on Linux and 1 elsewhere; the result is "
+        "the same)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
