@@ -89,7 +89,8 @@ class ReplicaFetcher:
 
     def on_fetch_response(self, ctx: Context, src: Any, resp: m.FetchResponse) -> None:
         """ReplicaFetcherThread.processPartitionData: append, then follower HW =
-        min(leader's HW, own LEO); the HW of a follower only moves forward."""
+        min(leader's HW, own LEO). The follower takes that HW as it comes
+        (UnifiedLog.maybeUpdateHighWatermark), so it moves back when a new leader's is lower."""
         host = self.host
         r = host.partitions[resp.tp]
         if not self._accept_response(r, resp.correlation_id):
@@ -106,7 +107,7 @@ class ReplicaFetcher:
                     last=resp.records[-1].offset,
                 )
             new_hw = host.rules.follower_hw(resp.hw, r.log.leo)
-            if new_hw != r.log.hw:  # assigned as is: a new leader's stale HW can be lower
+            if new_hw != r.log.hw:
                 set_hw(ctx, host.id, r, new_hw)
             if r.log.increment_log_start_offset(resp.log_start_offset):
                 ctx.emit("log_start_offset", broker=host.id, tp=r.tp, offset=resp.log_start_offset)
