@@ -111,6 +111,65 @@ def test_delete_records_moves_the_log_start_offset_on_leader_and_follower() -> N
     assert refused["error"] == "OFFSET_OUT_OF_RANGE"
 
 
+def _answers(c: Cluster) -> list[tuple[int, str, int]]:
+    return [
+        (e.data["offset"], e.data["error"], e.data["low_watermark"])
+        for e in c.trace.of_kind("delete_records")
+    ]
+
+
+def _deleting_cluster() -> Cluster:
+    c = Cluster(brokers=2, leader=1)
+    c.produce("a")
+    c.produce("b")
+    c.produce("c")
+    c.fetch(2)
+    c.fetch(2)  # HW 3
+    c.delete_records(2)
+    return c
+
+
+def test_delete_records_waits_for_the_low_watermark() -> None:
+    # Partition.lowWatermarkIfLeader and DelayedDeleteRecords: the leader moves its log start
+    # offset at once, but answers only when every live follower reports it moved its own.
+    c = _deleting_cluster()
+    assert c.replica(1).log_start_offset == 2 and _answers(c) == []
+    c.fetch(2)  # the response carries the leader's log start offset: the follower moves its own
+    assert c.replica(2).log_start_offset == 2 and _answers(c) == []  # its fetch still said 0
+    c.fetch(2)  # this fetch reports 2
+    assert _answers(c) == [(2, "NONE", 2)]
+
+
+def test_delete_records_times_out_with_the_low_watermark_it_found() -> None:
+    c = _deleting_cluster()
+    c.advance(60_000)  # the admin client's default.api.timeout.ms; the follower never fetches
+    assert _answers(c) == [(2, "REQUEST_TIMED_OUT", 0)]
+    assert c.replica(1).log_start_offset == 2  # the deletion itself stays
+
+
+def test_a_dead_follower_does_not_hold_the_low_watermark() -> None:
+    c = Cluster(brokers=3, leader=1)
+    c.produce("a")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
+    c.crash(3)
+    c.advance(20_000)  # the controller has noticed: broker 3 is out of the metadata's live brokers
+    c.delete_records(1)
+    assert _answers(c) == []  # broker 2 is alive and still reports 0
+    c.fetch(2)  # the ISR shrink raised the leader epoch: broker 2 asks where its epoch ends
+    c.fetch(2)  # learns the log start offset 1
+    assert _answers(c) == []
+    c.fetch(2)  # reports it
+    assert _answers(c) == [(1, "NONE", 1)]  # broker 3, down, is not waited for
+
+
+def test_a_leader_change_fails_a_waiting_delete_records() -> None:
+    c = _deleting_cluster()
+    c.stop(1)  # a controlled shutdown moves the leadership to broker 2 first
+    assert c.leader == 2
+    assert _answers(c) == [(2, "NOT_LEADER_OR_FOLLOWER", -1)]
+
+
 def test_delete_records_needs_an_offset() -> None:
     bad = DELETE.replace("delete_records: 9", "delete_records: -2")
     with pytest.raises(ScenarioError, match="delete_records.*offset=-2 is not allowed"):

@@ -133,6 +133,7 @@ class Broker:
             # Timers that fire at the earliest waiting deadline of one partition.
             "produce_timeout": self._deadline(self.purgatory.expire_produces),
             "fetch_wait": self._deadline(self.purgatory.expire_fetches),
+            "delete_timeout": self._deadline(self.purgatory.expire_deletes),
             "fetch_timeout": self._deadline(self.fetcher.fetch_timed_out),
             "fetch_backoff": self.fetcher.on_backoff_timer,
             "alter_isr_timeout": partition.on_alter_isr_timeout,

@@ -60,6 +60,7 @@ class ReplicaFetcher:
                 config.replica_fetch_max_bytes,
                 host.session if host.kraft and host.session is not None else -1,
                 config.replica_fetch_response_max_bytes,
+                r.log.log_start_offset,
             )
         ctx.send(r.leader, req)
         if self.auto(r):

@@ -182,6 +182,7 @@ class FetchRequest:
     max_bytes: int = 1048576  # replica.fetch.max.bytes: the partition's share of the response
     broker_epoch: int = -1  # the follower's broker epoch (KRaft, KIP-903); -1: not checked
     response_max_bytes: int = 10485760  # replica.fetch.response.max.bytes: the whole response
+    log_start_offset: int = -1  # the follower's (Fetch v5, KIP-107, 0.11): the low watermark
 
     def __init__(
         self,
@@ -194,6 +195,7 @@ class FetchRequest:
         max_bytes: int = 1048576,
         broker_epoch: int = -1,
         response_max_bytes: int = 10485760,
+        log_start_offset: int = -1,
     ) -> None:
         self.tp = tp
         self.replica_id = replica_id
@@ -204,6 +206,7 @@ class FetchRequest:
         self.max_bytes = max_bytes
         self.broker_epoch = broker_epoch
         self.response_max_bytes = response_max_bytes
+        self.log_start_offset = log_start_offset
 
 
 @dataclass(slots=True, init=False)
@@ -579,14 +582,19 @@ class ListOffsetsResponse:
 @dataclass(frozen=True, slots=True)
 class DeleteRecordsRequest:
     """DeleteRecords (KIP-107, 0.11): the leader moves the partition's log start offset to
-    ``offset`` (-1: the HW)."""
+    ``offset`` (-1: the HW), and answers once every live replica has moved its own there, or
+    after ``timeout_ms`` (the admin client's default.api.timeout.ms, 60000 in 3.7)."""
 
     tp: str
     offset: int
+    timeout_ms: int = 60000
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteRecordsResponse:
+    """The answer: ``low_watermark`` is the smallest log start offset among the leader and its
+    live followers (Partition.lowWatermarkIfLeader); -1 with an error that has none."""
+
     tp: str
     error: str
     low_watermark: int = -1

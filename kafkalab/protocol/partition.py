@@ -351,8 +351,10 @@ class Partition:
         follower: int,
         fetch_offset: int,
         broker_epoch: int = -1,
+        log_start_offset: int = -1,
     ) -> None:
-        """Replica.updateFetchState, then Partition.maybeExpandIsr and maybeIncrementLeaderHW.
+        """Replica.updateFetchState, then Partition.maybeExpandIsr and maybeIncrementLeaderHW,
+        and a DeleteRecords that waits for this follower's log start offset.
 
         lastCaughtUpTime: now if the fetch reaches the leader's LEO; else the time of the previous
         fetch if this one reaches the LEO the leader had then; else unchanged."""
@@ -368,8 +370,12 @@ class Partition:
         remote.last_fetch_ms = ctx.now
         remote.leo = fetch_offset
         remote.broker_epoch = broker_epoch
+        moved = remote.log_start_offset != log_start_offset
+        remote.log_start_offset = log_start_offset
         self._maybe_expand_isr(ctx, r, follower, remote)
         self.maybe_increment_hw(ctx, r)
+        if moved:
+            self.purgatory.complete_deletes(ctx, r)
 
     def on_fetch(self, ctx: Context, src: Any, req: m.FetchRequest) -> None:
         """ReplicaManager.fetchMessages: check the epoch (KIP-320) and the offset, read the log and
@@ -396,7 +402,7 @@ class Partition:
         if read_first:
             records, hw = read(r, req), r.log.hw
         self._update_follower_fetch_state(
-            ctx, r, req.replica_id, req.fetch_offset, req.broker_epoch
+            ctx, r, req.replica_id, req.fetch_offset, req.broker_epoch, req.log_start_offset
         )
         if not read_first:
             records, hw = read(r, req), r.log.hw

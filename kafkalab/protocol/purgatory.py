@@ -1,5 +1,6 @@
 """ReplicaManager's purgatories: the acks=all produce requests waiting for the HW
-(DelayedProduce) and the follower fetches waiting for new data (DelayedFetch).
+(DelayedProduce), the follower fetches waiting for new data (DelayedFetch), and the DeleteRecords
+requests waiting for every live replica's log start offset (DelayedDeleteRecords).
 
 Each rule names the Kafka function it mirrors (apache/kafka, core/src/main/scala/kafka/...).
 """
@@ -13,6 +14,7 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.host import BrokerHost
 from kafkalab.protocol.replica import (
+    DelayedDeleteRecords,
     DelayedFetch,
     DelayedProduce,
     ReplicaState,
@@ -80,6 +82,59 @@ class Purgatory:
         for f in r.delayed_fetches:
             ctx.send(f.src, m.FetchResponse(r.tp, f.request.correlation_id, error))
         r.delayed_fetches = []
+        for d in r.delayed_deletes:
+            self.answer_delete(ctx, d, error, -1)
+        r.delayed_deletes = []
+
+    # ---- DeleteRecords -------------------------------------------------------------------
+
+    def low_watermark(self, r: ReplicaState) -> int:
+        """Partition.lowWatermarkIfLeader: the smallest log start offset among the leader and
+        the followers on live brokers, as their latest fetches reported them (-1 before a
+        follower's first fetch)."""
+        low = r.log.log_start_offset
+        for follower, remote in r.remotes.items():
+            if follower in self.host.live_brokers and remote.log_start_offset < low:
+                low = remote.log_start_offset
+        return low
+
+    def complete_deletes(self, ctx: Context, r: ReplicaState) -> None:
+        """DelayedDeleteRecords.tryComplete: answered once the low watermark reaches the
+        offset, or at once with NOT_LEADER_OR_FOLLOWER when this replica no longer leads."""
+        if not r.delayed_deletes:
+            return
+        low = self.low_watermark(r) if r.role == "leader" else -1
+        waiting, r.delayed_deletes = r.delayed_deletes, []
+        for d in waiting:
+            if r.role != "leader":
+                self.answer_delete(ctx, d, m.NOT_LEADER_OR_FOLLOWER, -1)
+            elif low >= d.offset:
+                self.answer_delete(ctx, d, m.NONE, low)
+            else:
+                r.delayed_deletes.append(d)
+
+    def expire_deletes(self, ctx: Context, r: ReplicaState) -> None:
+        """DelayedDeleteRecords.onExpiration: REQUEST_TIMED_OUT, with the low watermark the
+        request found when it arrived (its log start offset stays where it was moved)."""
+        waiting, r.delayed_deletes = r.delayed_deletes, []
+        for d in waiting:
+            if d.deadline_ms <= ctx.now:
+                self.answer_delete(ctx, d, m.REQUEST_TIMED_OUT, d.low_watermark)
+            else:
+                r.delayed_deletes.append(d)
+        if r.delayed_deletes:
+            arm(ctx, r, "delete_timeout", min(d.deadline_ms for d in r.delayed_deletes))
+
+    def answer_delete(self, ctx: Context, d: DelayedDeleteRecords, error: str, low: int) -> None:
+        ctx.emit(
+            "delete_records",
+            broker=self.host.id,
+            tp=d.tp,
+            offset=d.offset,
+            error=error,
+            low_watermark=low,
+        )
+        ctx.send(d.src, m.DeleteRecordsResponse(d.tp, error, low))
 
     def complete_fetches(self, ctx: Context, r: ReplicaState) -> None:
         """DelayedFetch.tryComplete: new data completes every waiting fetch."""

@@ -18,6 +18,7 @@ from kafkalab.protocol.producer_state import ProducerStateManager
 __all__ = [
     "NEVER_MS",
     "UNKNOWN_LEO",
+    "DelayedDeleteRecords",
     "DelayedFetch",
     "DelayedProduce",
     "Remote",
@@ -41,6 +42,7 @@ class Remote:
     last_fetch_ms: int = NEVER_MS
     broker_epoch: int = -1  # carried by the follower's latest fetch (KRaft)
     last_sent_hw: int = -1  # the HW in the latest fetch response to this follower
+    log_start_offset: int = -1  # carried by the follower's latest fetch (-1: none yet)
 
 
 @dataclass(slots=True)
@@ -51,6 +53,15 @@ class DelayedProduce:
     required_offset: int  # HW that acknowledges the batch: its last offset + 1
     deadline_ms: int
     reply: Callable[[Context, str], None] | None = None  # called instead of a response
+
+
+@dataclass(slots=True)
+class DelayedDeleteRecords:
+    src: int | str
+    tp: str
+    offset: int  # the log start offset every live replica must reach
+    low_watermark: int  # when the request arrived: the answer's after a timeout
+    deadline_ms: int
 
 
 @dataclass(slots=True)
@@ -75,6 +86,7 @@ class ReplicaState:
     remotes: dict[int, Remote] = field(default_factory=dict)
     delayed_produces: deque[DelayedProduce] = field(default_factory=deque)
     delayed_fetches: list[DelayedFetch] = field(default_factory=list)
+    delayed_deletes: list[DelayedDeleteRecords] = field(default_factory=list)
     alter_isr_pending: bool = False
     alter_isr_inflight: tuple[int, ...] | None = None  # the ISR sent, until its answer comes
     alter_isr_target: Any = None  # where it went

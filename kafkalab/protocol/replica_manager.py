@@ -17,7 +17,13 @@ from kafkalab.protocol.internal_topics import txn_partition
 from kafkalab.protocol.partition import Partition
 from kafkalab.protocol.producer_state import DUPLICATE, AbortedTxn
 from kafkalab.protocol.purgatory import Purgatory
-from kafkalab.protocol.replica import DelayedProduce, ReplicaState, arm, min_isr
+from kafkalab.protocol.replica import (
+    DelayedDeleteRecords,
+    DelayedProduce,
+    ReplicaState,
+    arm,
+    min_isr,
+)
 
 __all__ = ["READ_COMMITTED", "ReplicaManager"]
 
@@ -360,20 +366,33 @@ class ReplicaManager:
         ctx.send(src, reply)
 
     def on_delete_records(self, ctx: Context, src: Any, req: m.DeleteRecordsRequest) -> None:
-        """Partition.deleteRecordsOnLeader (DeleteRecords, KIP-107, 0.11): offset -1 means the
-        HW; an offset above the HW is OFFSET_OUT_OF_RANGE. The log start offset only moves
-        forward; followers learn it from their next fetch response."""
+        """ReplicaManager.deleteRecords and Partition.deleteRecordsOnLeader (DeleteRecords,
+        KIP-107, 0.11): offset -1 means the HW; an offset above the HW is OFFSET_OUT_OF_RANGE.
+        The leader moves its log start offset at once (it only moves forward); each follower
+        moves its own when a fetch response carries the leader's, and reports it in its next
+        fetch. The answer waits (DelayedDeleteRecords) until the low watermark, the smallest log
+        start offset among the leader and its live followers, has reached the offset."""
         r = self.host.partitions.get(req.tp)
+        offset = req.offset
         if r is None or r.role != "leader":
-            error, offset = m.NOT_LEADER_OR_FOLLOWER, req.offset
+            error = m.NOT_LEADER_OR_FOLLOWER
         else:
             offset = r.log.hw if req.offset == -1 else req.offset
             error = m.OFFSET_OUT_OF_RANGE if not 0 <= offset <= r.log.hw else m.NONE
-            if error == m.NONE and r.log.increment_log_start_offset(offset):
-                ctx.emit("log_start_offset", broker=self.host.id, tp=r.tp, offset=offset)
-        ctx.emit("delete_records", broker=self.host.id, tp=req.tp, offset=offset, error=error)
-        low = r.log.log_start_offset if r is not None else -1
-        ctx.send(src, m.DeleteRecordsResponse(req.tp, error, low))
+        if r is None or error != m.NONE:
+            self.purgatory.answer_delete(
+                ctx, DelayedDeleteRecords(src, req.tp, offset, -1, 0), error, -1
+            )
+            return
+        if r.log.increment_log_start_offset(offset):
+            ctx.emit("log_start_offset", broker=self.host.id, tp=r.tp, offset=offset)
+        low = self.purgatory.low_watermark(r)
+        pending = DelayedDeleteRecords(src, r.tp, offset, low, ctx.now + req.timeout_ms)
+        if low >= offset:
+            self.purgatory.answer_delete(ctx, pending, m.NONE, low)
+            return
+        r.delayed_deletes.append(pending)
+        arm(ctx, r, "delete_timeout", pending.deadline_ms)
 
     # ---- periodic tasks ----------------------------------------------------------------------
 

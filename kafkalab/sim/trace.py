@@ -35,7 +35,7 @@ EVENT_KINDS: dict[str, str] = {
     "stale_broker_epoch": "a broker ignored a request meant for its previous incarnation",
     "config_change": "an operator changed settings during the run (settings, broker or topic)",
     "reconfigured": "a broker applied changed settings",
-    "delete_records": "a leader handled DeleteRecords (tp, offset, error)",
+    "delete_records": "a leader answered DeleteRecords (tp, offset, error, low_watermark)",
     "log_start_offset": "a replica moved its log start offset (tp, offset)",
     "zk_write_rejected": "ZooKeeper refused a write from an older controller epoch",
     "zk_session_closed": "a cleanly stopping broker closed its session",
