@@ -50,6 +50,16 @@ class Config:
     # 0.10.2 (KAFKA-4485): the ISR check runs every replica.lag.time.max.ms / 2; before, every
     # replica.lag.time.max.ms, so a stuck follower left between 1x and 2x the lag time.
     isr_check_half_lag: bool = True
+    # 0.10.2 (KAFKA-4485): a fetch that reaches the LEO the leader had at the follower's previous
+    # fetch makes it caught up as of that previous fetch; before, only a fetch at the leader's
+    # current LEO counted, so a follower always one batch behind never caught up.
+    caught_up_from_previous_fetch: bool = True
+    # 2.1 (KAFKA-7152): a follower whose LEO equals the leader's stays in the ISR however long
+    # ago it last caught up (an idle partition); before, the lag time alone decided.
+    isr_keeps_follower_at_leo: bool = True
+    # 1.1 (KAFKA-5642): the controller never removes the last member of an ISR; before, it kept
+    # it only with unclean leader election off, and emptied the ISR otherwise.
+    isr_keeps_last_member: bool = True
     replica_fetch_wait_max_ms: int = 500
     # 0.8.2 (KAFKA-1430): the leader reads a follower's fetch before applying its offset, so a
     # response sent at once carries the HW from before that fetch.
@@ -118,7 +128,10 @@ class Config:
     # follower does not hold the HW back, a caught-up follower outside the ISR counts only if it
     # may join the ISR (alive; in KRaft also unfenced, not shutting down, current broker epoch).
     kafka_15021: bool = True
-    hw_freeze_under_min_isr: bool = True  # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR
+    # 3.7 (KAFKA-15583): no HW advance while ISR < min ISR; min ISR counts as at most the
+    # replication factor (Partition.effectiveMinIsr), so a larger one no longer refuses every
+    # acks=all write with NOT_ENOUGH_REPLICAS.
+    hw_freeze_under_min_isr: bool = True
     # KIP-890 part 1 (3.6): a partition leader checks with the transaction coordinator before a
     # producer's first transactional write, so a late write cannot open a "hanging" transaction.
     transaction_partition_verification_enable: bool = True
@@ -164,6 +177,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             kafka_15021=False,
             lag_time_from_caught_up=False,
             isr_check_half_lag=False,
+            caught_up_from_previous_fetch=False,
+            isr_keeps_follower_at_leo=False,
+            isr_keeps_last_member=False,
             controller_failover_offlines_replicas=False,
             alter_isr=False,
             zk_writes_fenced_by_controller_epoch=False,
@@ -181,11 +197,26 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up
     ("0.9", dict(replica_lag_max_messages=None, lag_time_from_caught_up=True)),
-    ("0.10", dict(hw_includes_caught_up_followers=True, isr_check_half_lag=True)),  # 0.10.2
+    # 0.10.2 (KAFKA-4485)
+    (
+        "0.10",
+        dict(
+            hw_includes_caught_up_followers=True,
+            isr_check_half_lag=True,
+            caught_up_from_previous_fetch=True,
+        ),
+    ),
     ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
     ("1.0", {}),
+    ("1.1", dict(isr_keeps_last_member=True)),  # KAFKA-5642
     ("2.0", dict(kip279=True, leader_epoch_on_election=True, out_of_range_halts=False)),  # 2.0.1
-    ("2.1", dict(kip320=True, zk_writes_fenced_by_controller_epoch=True)),  # KAFKA-6082
+    # KIP-320; KAFKA-6082; KAFKA-7152
+    (
+        "2.1",
+        dict(
+            kip320=True, zk_writes_fenced_by_controller_epoch=True, isr_keeps_follower_at_leo=True
+        ),
+    ),
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
     # KIP-537 (defaults), KIP-360
@@ -316,7 +347,6 @@ def _validate(c: Config) -> None:
     if c.replication_factor is not None:
         if c.replication_factor < 1:
             raise ConfigError(f"replication.factor={c.replication_factor} is not allowed: use >= 1")
-        check_min_isr(c, c.replication_factor)
     if c.retention_bytes < -1:
         raise ConfigError(
             f"retention.bytes={c.retention_bytes} is not allowed: use -1 (no size limit) or a "
@@ -341,13 +371,4 @@ def _validate(c: Config) -> None:
         raise ConfigError(
             f"replica.lag.max.messages={c.replica_lag_max_messages} is not allowed: "
             "use >= 1, or null to turn the legacy rule off"
-        )
-
-
-def check_min_isr(c: Config, replication_factor: int) -> None:
-    """min.insync.replicas above the replication factor could never be met."""
-    if c.min_insync_replicas > replication_factor:
-        raise ConfigError(
-            f"min.insync.replicas={c.min_insync_replicas} is not allowed with replication "
-            f"factor {replication_factor}: use 1..{replication_factor}"
         )

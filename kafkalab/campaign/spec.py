@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from kafkalab.config import Config, check_min_isr, make_config
+from kafkalab.config import Config, make_config
 from kafkalab.errors import ConfigError, KafkalabError, did_you_mean
 from kafkalab.sim.timed import FAULT_KINDS
 
@@ -404,7 +404,6 @@ def _check_config(
 ) -> Config:
     try:
         cfg = make_config(settings)
-        check_min_isr(cfg, cfg.replication_factor or brokers)
         if (cfg.replication_factor or brokers) > brokers:
             raise ConfigError(
                 f"replication.factor={cfg.replication_factor} is not allowed with {brokers} "

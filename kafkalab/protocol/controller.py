@@ -117,7 +117,7 @@ class Controller:
             if offline_replicas:
                 for b in sorted(new.replicas):
                     if b not in self.live:
-                        new = _remove_from_isr(new, b)
+                        new = _remove_from_isr(new, b, self._keeps_last_isr_member)
                 self._commit(ctx, tp, state, new, "controller_failover_offline_replicas")
             before_election = self.partitions[tp]
             new = before_election
@@ -239,7 +239,7 @@ class Controller:
             if new.leader in dead:
                 new = self._elect(new) or new
             for b in dead:
-                new = _remove_from_isr(new, b)
+                new = _remove_from_isr(new, b, self._keeps_last_isr_member)
             self._commit(ctx, tp, state, new, "broker_failure")
 
     def _on_broker_startup(self, ctx: Context, started: list[int]) -> None:
@@ -265,6 +265,11 @@ class Controller:
                 new = self._elect(state)
                 if new is not None:
                     self._commit(ctx, tp, state, new, "config_change")
+
+    @property
+    def _keeps_last_isr_member(self) -> bool:
+        config = self.config
+        return config.isr_keeps_last_member or not config.unclean_leader_election_enable
 
     def _elect(
         self, state: PartitionState, exclude: frozenset[int] = frozenset()
@@ -462,13 +467,17 @@ def partition_metrics(states: Iterable[Any]) -> dict[str, int]:
     }
 
 
-def _remove_from_isr(state: PartitionState, broker: int) -> PartitionState:
+def _remove_from_isr(state: PartitionState, broker: int, keep_last: bool) -> PartitionState:
     """ReplicaStateMachine.doRemoveReplicasFromIsr: a dead replica leaves the ISR, except that the
-    last member stays (so it can lead again when it returns); if it was the leader the partition
-    has none. Every removal bumps the leader epoch."""
+    last member stays when ``keep_last`` (so it can lead again when it returns); if it was the
+    leader the partition has none. Every removal bumps the leader epoch. Since 1.1 (KAFKA-5642)
+    the last member always stays; before, only with unclean leader election off
+    (KafkaController.removeReplicaFromIsr), so with it on the ISR could become empty and the
+    broker that returned first led, by an unclean election, whatever it held."""
     if broker not in state.isr:
         return state
-    isr = state.isr if len(state.isr) == 1 else tuple(i for i in state.isr if i != broker)
+    last = len(state.isr) == 1
+    isr = state.isr if last and keep_last else tuple(i for i in state.isr if i != broker)
     leader = None if state.leader == broker else state.leader
     return replace(state, leader=leader, isr=isr, leader_epoch=state.leader_epoch + 1)
 

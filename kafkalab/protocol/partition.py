@@ -193,9 +193,9 @@ class Partition:
             return False
         if not config.lag_time_from_caught_up:
             return now - remote.last_fetch_ms <= config.replica_lag_time_max_ms
-        return remote.leo == r.log.leo or now - remote.last_caught_up_ms <= (
-            config.replica_lag_time_max_ms
-        )
+        if config.isr_keeps_follower_at_leo and remote.leo == r.log.leo:
+            return True
+        return now - remote.last_caught_up_ms <= config.replica_lag_time_max_ms
 
     def maybe_increment_hw(self, ctx: Context, r: ReplicaState) -> None:
         """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO of the leader and every
@@ -210,10 +210,8 @@ class Partition:
             return
         config = self.host.config
         isr = r.maximal_isr or r.isr
-        if config.hw_freeze_under_min_isr:
-            effective_min_isr = min(min_isr(config, r), len(r.replicas))
-            if len(r.isr) < effective_min_isr:
-                return
+        if config.hw_freeze_under_min_isr and len(r.isr) < min_isr(config, r):
+            return
         waited_for = {self.host.id, *isr}
         if config.hw_includes_caught_up_followers:
             check_eligible = config.kafka_15021
@@ -364,7 +362,10 @@ class Partition:
         leader_leo = r.log.leo
         if fetch_offset >= leader_leo:
             remote.last_caught_up_ms = max(remote.last_caught_up_ms, ctx.now)
-        elif fetch_offset >= remote.last_fetch_leader_leo:
+        elif (
+            self.host.config.caught_up_from_previous_fetch
+            and fetch_offset >= remote.last_fetch_leader_leo
+        ):
             remote.last_caught_up_ms = max(remote.last_caught_up_ms, remote.last_fetch_ms)
         remote.last_fetch_leader_leo = leader_leo
         remote.last_fetch_ms = ctx.now

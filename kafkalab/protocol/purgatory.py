@@ -48,11 +48,13 @@ class Purgatory:
             self.answer_produce(ctx, r, p, error, p.base_offset)
 
     def _produce_outcome(self, r: ReplicaState, p: DelayedProduce) -> str | None:
+        """Partition.checkEnoughReplicasReachOffset."""
         if r.role != "leader":
             return m.NOT_LEADER_OR_FOLLOWER
         if r.log.hw < p.required_offset:
             return None
-        if len(r.isr) >= min_isr(self.host.config, r):
+        # Since 2.7 (KIP-497) the maximal ISR counts: the ISR with a pending change applied.
+        if len(r.maximal_isr or r.isr) >= min_isr(self.host.config, r):
             return m.NONE
         return m.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 

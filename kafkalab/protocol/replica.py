@@ -109,9 +109,13 @@ def min_isr(config: Config, r: ReplicaState) -> int:
     """min.insync.replicas for this partition: __transaction_state uses its own, 2
     (transaction.state.log.min.isr, TransactionStateManager.transactionTopicConfigs),
     capped by its replication factor; __consumer_offsets has no such override
-    (GroupMetadataManager.offsetsTopicConfigs), so it uses the broker's."""
+    (GroupMetadataManager.offsetsTopicConfigs), so it uses the broker's. Since 3.7
+    (KAFKA-15583, Partition.effectiveMinIsr) it never counts as more than the replication
+    factor; before, a larger one refused every acks=all write."""
     if r.tp.startswith(TRANSACTION_STATE_TOPIC):
         return min(INTERNAL_MIN_ISR, len(r.replicas))
+    if config.hw_freeze_under_min_isr:
+        return min(config.min_insync_replicas, len(r.replicas))
     return config.min_insync_replicas
 
 

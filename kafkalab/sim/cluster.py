@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from kafkalab.config import Config, check_min_isr, make_config
+from kafkalab.config import Config, make_config
 from kafkalab.errors import ActionError, ConfigError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.consumer import Poll
@@ -123,8 +123,6 @@ class Cluster:
         self.topic, self.topics = placement.topic, placement.topics
         self.tp = f"{self.topic}-0"  # the partition the single-partition API talks about
         self.replicas: list[int] = self.assignment[self.tp]
-        for tp_replicas in self.assignment.values():
-            check_min_isr(self.config, len(tp_replicas))
         placement.add_internal_partitions(transactional_ids, groups)
         lat = latency_ms if mode == "timed" else (0, 0)
         if lat[0] < 0 or lat[1] < lat[0]:

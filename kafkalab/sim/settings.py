@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.config import Config, check_min_isr, normalize_key
+from kafkalab.config import Config, normalize_key
 from kafkalab.errors import ActionError, ConfigError
 from kafkalab.protocol.broker import Reconfigure
 from kafkalab.sim.action_kinds import DYNAMIC_BROKER_KEYS, TOPIC_KEYS
@@ -52,9 +52,6 @@ class DynamicSettings:
         try:
             configs = {b: self.broker_config(b) for b in c.broker_ids}
             cluster_config = self.broker_config(None)
-            for tp, replicas in c.assignment.items():
-                if not tp.startswith("__"):
-                    check_min_isr(cluster_config, len(replicas))
         except ConfigError:
             self.dynamic, self.topic, self.per_broker = saved
             raise

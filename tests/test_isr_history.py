@@ -1,0 +1,114 @@
+"""The ISR rules that changed between releases, each with its switch on and off: who counts as
+caught up (KAFKA-4485, 0.10.2; KAFKA-7152, 2.1), the last ISR member (KAFKA-5642, 1.1), the
+ISR an acks=all write is checked against (KIP-497, 2.7) and min ISR above the replication
+factor (KAFKA-15583, 3.7)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalab import Cluster, make_config
+from kafkalab.protocol import messages as m
+from tests.test_unit_broker import deliver, leader, produce, produce_responses, replica
+
+T0 = 100_000
+
+
+def _produce_result(c: Cluster) -> str:
+    return str(c.trace.of_kind("produce_result")[-1].data["error"])
+
+
+@pytest.mark.parametrize(("preset", "isr"), [("2.0", [1]), ("2.1", [1, 2, 3])])
+def test_an_idle_follower_at_the_leaders_leo_stays_in_the_isr_since_2_1(
+    preset: str, isr: list[int]
+) -> None:
+    # Partition.getOutOfSyncReplicas: from 2.1 (KAFKA-7152) a follower whose LEO equals the
+    # leader's is never out of sync; in 2.0.1 the time since it last caught up alone decided.
+    c = Cluster(brokers=3, config={"preset": preset})
+    c.produce("m1")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
+    c.advance(60_000)  # an idle partition: nobody fetches, nothing is written
+    assert c.isr == isr
+
+
+@pytest.mark.parametrize(("preset", "in_isr"), [("0.9", False), ("0.10", True)])
+def test_a_follower_one_batch_behind_catches_up_by_its_previous_fetch_since_0_10_2(
+    preset: str, in_isr: bool
+) -> None:
+    # Replica.updateLogReadResult: from 0.10.2 (KAFKA-4485) a fetch reaching the LEO the leader
+    # had at the previous fetch makes the follower caught up as of that fetch; before, only a
+    # fetch at the leader's current LEO did, so a follower always one batch behind fell out.
+    c = Cluster(brokers=3, config={"preset": preset})
+    for i in range(12):
+        c.produce(f"m{i}")
+        c.fetch(2)
+        c.fetch(2)  # broker 2 keeps up
+        c.fetch(3)  # broker 3 fetches once a round: always one record behind the leader's LEO
+        c.advance(3_000)
+    assert (3 in c.isr) is in_isr
+    assert 2 in c.isr
+
+
+@pytest.mark.parametrize(("preset", "isr", "unclean"), [("1.0", [], True), ("1.1", [1], False)])
+def test_the_last_isr_member_stays_since_1_1(preset: str, isr: list[int], unclean: bool) -> None:
+    # KafkaController.removeReplicaFromIsr: before 1.1 (KAFKA-5642) the last ISR member stayed
+    # only with unclean election off; with it on the ISR became empty, and the member's return
+    # was an unclean election.
+    settings = {"preset": preset, "unclean.leader.election.enable": True}
+    c = Cluster(brokers=2, leader=1, config=settings)
+    c.produce("m1")
+    c.fetch(2)
+    c.fetch(2)
+    c.crash(2)
+    c.advance(20_000)
+    c.crash(1)
+    c.advance(20_000)
+    assert (c.leader, c.isr) == (None, isr)
+    c.restart(1)
+    c.advance(1_000)
+    state = c.trace.of_kind("partition_state")[-1].data
+    assert (c.leader, state["unclean"]) == (1, unclean)
+    assert c.report().lost_acked == []
+
+
+def test_the_last_isr_member_stays_without_unclean_election_before_1_1_too() -> None:
+    c = Cluster(brokers=2, leader=1, config={"preset": "1.0"})
+    c.crash(2)
+    c.advance(20_000)
+    c.crash(1)
+    c.advance(20_000)
+    assert c.isr == [1]
+
+
+@pytest.mark.parametrize(
+    ("preset", "error"), [("2.6", "NOT_ENOUGH_REPLICAS_AFTER_APPEND"), ("2.7", "NONE")]
+)
+def test_a_waiting_write_counts_the_maximal_isr_since_2_7(preset: str, error: str) -> None:
+    # Partition.checkEnoughReplicasReachOffset: since 2.7 (KIP-497) the maximal ISR, with a
+    # pending expansion already in it, is checked against min ISR; in 2.6 the ISR itself.
+    config = make_config({"preset": preset, "min.insync.replicas": 2})
+    b = leader(config=config, now=T0)
+    produce(b, "m0", now=T0)
+    r = replica(b)
+    r.isr = (1,)  # the ISR shrank after the append ...
+    if config.alter_isr:
+        r.maximal_isr = (1, 3)  # ... and broker 3's return is proposed, not yet committed
+    r.log.hw = 1  # the HW passed the write
+    ctx = deliver(b, m.UpdateMetadata(1, (1, 2, 3)), src="controller", now=T0)
+    b.purgatory.complete_produces(ctx, r)
+    assert [resp.error for resp in produce_responses(ctx)] == [error]
+
+
+@pytest.mark.parametrize(("preset", "result"), [("3.6", "NOT_ENOUGH_REPLICAS"), ("3.7", "NONE")])
+def test_min_isr_above_the_replication_factor_counts_as_the_factor_since_3_7(
+    preset: str, result: str
+) -> None:
+    # Partition.effectiveMinIsr (KAFKA-15583, 3.7): min(min.insync.replicas, replication
+    # factor). Before, Kafka accepted the setting and refused every acks=all write.
+    c = Cluster(brokers=3, config={"preset": preset, "min.insync.replicas": 4, "acks": "all"})
+    c.produce("m1")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
+    assert _produce_result(c) == result
+    assert c.report().acked == (["m1"] if result == "NONE" else [])
