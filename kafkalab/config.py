@@ -57,6 +57,10 @@ class Config:
     # 2.1 (KAFKA-7152): a follower whose LEO equals the leader's stays in the ISR however long
     # ago it last caught up (an idle partition); before, the lag time alone decided.
     isr_keeps_follower_at_leo: bool = True
+    # 3.3 (a5f7c82a867): a re-elected leader restarts the last-fetch clock of the followers in
+    # the ISR only; before, of every follower, so one outside the ISR whose next fetch reached
+    # the re-election LEO counted as caught up at the re-election (and held the HW back).
+    reset_fetch_time_by_isr: bool = True
     # 1.1 (KAFKA-5642): the controller never removes the last member of an ISR; before, it kept
     # it only with unclean leader election off, and emptied the ISR otherwise.
     isr_keeps_last_member: bool = True
@@ -180,6 +184,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             caught_up_from_previous_fetch=False,
             isr_keeps_follower_at_leo=False,
             isr_keeps_last_member=False,
+            reset_fetch_time_by_isr=False,
             controller_failover_offlines_replicas=False,
             alter_isr=False,
             zk_writes_fenced_by_controller_epoch=False,
@@ -226,6 +231,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.7", dict(alter_isr=True)),  # KIP-497
     # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
     ("3.0", dict(enable_idempotence=True, acks="all")),
+    ("3.3", dict(reset_fetch_time_by_isr=True)),  # a5f7c82a867
     # KIP-890 part 1; KAFKA-15021
     ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583

@@ -9,7 +9,15 @@ import pytest
 
 from kafkalab import Cluster, make_config
 from kafkalab.protocol import messages as m
-from tests.test_unit_broker import deliver, leader, produce, produce_responses, replica
+from tests.test_unit_broker import (
+    deliver,
+    fetch,
+    leader,
+    leader_and_isr,
+    produce,
+    produce_responses,
+    replica,
+)
 
 T0 = 100_000
 
@@ -112,3 +120,21 @@ def test_min_isr_above_the_replication_factor_counts_as_the_factor_since_3_7(
         c.fetch(follower)
     assert _produce_result(c) == result
     assert c.report().acked == (["m1"] if result == "NONE" else [])
+
+
+@pytest.mark.parametrize(("preset", "caught_up"), [("3.0", True), ("3.3", False)])
+def test_a_re_elected_leader_restarts_the_fetch_clock_of_isr_followers_only_since_3_3(
+    preset: str, caught_up: bool
+) -> None:
+    # Partition.makeLeader: before 3.3 (a5f7c82a867) Replica.resetLastCaughtUpTime gave every
+    # follower the re-election as its last fetch, at the leader's LEO then; a follower outside
+    # the ISR whose next fetch reached that LEO became caught up as of the re-election.
+    config = make_config({"preset": preset})
+    b = leader(config=config, isr=(1, 2), now=T0)
+    produce(b, "m0", acks=1, now=T0)
+    reelected = T0 + 1_000
+    deliver(b, leader_and_isr(1, 1, (1, 2)), src="controller", now=reelected)
+    produce(b, "m1", acks=1, now=reelected)  # the LEO is 2; it was 1 at the re-election
+    fetch(b, 3, 1, epoch=1, now=reelected + 500)  # broker 3, outside the ISR, fetches at 1
+    remote = replica(b).remotes[3]
+    assert (remote.last_caught_up_ms == reelected) is caught_up

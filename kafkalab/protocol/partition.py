@@ -117,10 +117,13 @@ class Partition:
         only when this broker newly leads: a follower in the new ISR gets a fresh lag window
         (caught up now), one outside it counts as never caught up, so it holds the HW back
         only once it has caught up again. A newly elected leader knows no follower's LEO
-        until each fetches; a re-elected one keeps them. Under the pre-0.9 rule
-        (``lag_time_from_caught_up`` off) the lag clock is the time of the last fetch, which a
-        new leader starts at now."""
-        legacy = not self.host.config.lag_time_from_caught_up
+        until each fetches; a re-elected one keeps them, with the re-election as every ISR
+        follower's last fetch (before 3.3, ``reset_fetch_time_by_isr`` off: every follower's).
+        Under the pre-0.9 rule (``lag_time_from_caught_up`` off) the lag clock is the time of
+        the last fetch, which a new leader starts at now."""
+        config = self.host.config
+        legacy = not config.lag_time_from_caught_up
+        every_follower = not new_leader and not config.reset_fetch_time_by_isr
         remotes: dict[int, Remote] = {}
         for rid in msg.replicas:
             if rid == self.host.id:
@@ -129,7 +132,7 @@ class Partition:
             in_sync = rid in msg.isr
             remote = Remote() if new_leader or old is None else old
             remote.last_caught_up_ms = ctx.now if in_sync else NEVER_MS
-            remote.last_fetch_ms = ctx.now if in_sync or legacy else NEVER_MS
+            remote.last_fetch_ms = ctx.now if in_sync or legacy or every_follower else NEVER_MS
             remote.last_fetch_leader_leo = UNKNOWN_LEO if new_leader else r.log.leo
             remotes[rid] = remote
         r.remotes = remotes
