@@ -281,11 +281,31 @@ def test_a_refused_alter_partition_keeps_the_committed_isr() -> None:
     )
 
 
-def test_a_refusal_with_another_error_frees_the_proposal() -> None:
+def test_not_controller_sends_the_same_proposal_again() -> None:
+    # BrokerToControllerRequestThread.handleResponse: NOT_CONTROLLER puts the request back at the
+    # head of the queue for the controller it finds next; the proposal is then committed.
     text = ALTER.replace("ANSWER", "refused, error: NOT_CONTROLLER").replace(
-        "expect: {}", "expect: {pending_isr: null, maximal_isr: [1, 2], isr: [1, 2]}"
+        "expect: {}", "expect: {pending_isr: null, isr: [1]}"
     )
-    _ok(text)
+    result = _ok(text)
+    assert [e.data["error"] for e in result.cluster.trace.of_kind("alter_isr_failed")] == [
+        "NOT_CONTROLLER"
+    ]
+
+
+def test_a_lost_alter_partition_is_sent_again_after_the_request_timeout() -> None:
+    # AlterPartitionManager never gives a proposal up: a request without an answer times out
+    # (request.timeout.ms, 30 s) and goes again; the maximal ISR counts all along.
+    text = ALTER.replace("ANSWER", "lost").replace(
+        "expect: {}", "expect: {pending_isr: [1], maximal_isr: [1, 2], isr: [1, 2]}"
+    )
+    # a session long enough that the controller does not notice broker 2's death meanwhile
+    r = _ok(text.replace("10000}", "10000, zookeeper.session.timeout.ms: 120000}"))
+    r.cluster.advance(29_000)
+    assert r.cluster.state()["pending_isr"] == [1]
+    r.cluster.advance(1_000)
+    state = r.cluster.state()
+    assert (state["pending_isr"], state["isr"]) == (None, [1])
 
 
 def test_alter_partition_validates_its_answer() -> None:

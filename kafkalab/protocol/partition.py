@@ -42,9 +42,7 @@ _ALTER_PARTITION_WAIT = frozenset(
         m.NEW_LEADER_ELECTED,
     }
 )
-_ALTER_PARTITION_RESET = frozenset(
-    {m.INELIGIBLE_REPLICA, m.OPERATION_NOT_ATTEMPTED, m.NOT_CONTROLLER}
-)
+_ALTER_PARTITION_RESET = frozenset({m.INELIGIBLE_REPLICA, m.OPERATION_NOT_ATTEMPTED})
 
 
 class Partition:
@@ -286,21 +284,20 @@ class Partition:
         r.alter_isr_pending = True
         if self.host.config.alter_isr:
             r.maximal_isr = r.isr + tuple(i for i in isr if i not in r.isr)
-            target = self.host.controller_address
-        else:
-            zk_mode = self.host.config.controller_mode == "zk"
-            target = ZOOKEEPER if zk_mode else self.host.controller_address
         ctx.emit("alter_isr", broker=self.host.id, tp=r.tp, isr=list(isr), reason=why)
-        self._send_alter_isr(ctx, r, isr, target)
-        ctx.set_timer(
-            self.host.config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch)
-        )
+        self._send_alter_isr(ctx, r, isr)
 
-    def _send_alter_isr(
-        self, ctx: Context, r: ReplicaState, isr: tuple[int, ...], target: Any
-    ) -> None:
+    def _send_alter_isr(self, ctx: Context, r: ReplicaState, isr: tuple[int, ...]) -> None:
+        """Send the proposal to the controller this broker knows now (the ZooKeeper-era write
+        goes to ZooKeeper), and time it out after request.timeout.ms."""
+        config = self.host.config
+        if not config.alter_isr and config.controller_mode == "zk":
+            target: Any = ZOOKEEPER
+        else:
+            target = self.host.controller_address
         r.alter_isr_inflight, r.alter_isr_target = isr, target
         ctx.send(target, m.AlterIsr(r.tp, self.host.id, r.leader_epoch, r.partition_epoch, isr))
+        ctx.set_timer(config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
 
     def on_alter_isr_response(self, ctx: Context, src: Any, msg: m.AlterIsrResponse) -> None:
         """Partition.handleAlterPartitionUpdate and handleAlterPartitionError. An answer to a
@@ -310,8 +307,8 @@ class Partition:
         out of date (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, UNKNOWN_TOPIC_OR_PARTITION,
         INVALID_REQUEST, NEW_LEADER_ELECTED) the proposal stays pending, unretried, until new
         metadata replaces it; an error it does not know is retried at once with the same
-        proposal. (NOT_CONTROLLER, which Kafka's controller channel handles by finding the new
-        controller, frees the proposal to be made again.)"""
+        proposal, and so is NOT_CONTROLLER, which the controller channel answers by sending the
+        request again to the controller it finds (BrokerToControllerRequestThread)."""
         r = self.host.partitions[msg.tp]
         proposed, r.alter_isr_inflight = r.alter_isr_inflight, None
         if not r.alter_isr_pending or proposed is None:
@@ -322,7 +319,7 @@ class Partition:
             return
         if msg.error not in _ALTER_PARTITION_RESET and msg.error != m.NONE:
             if r.role == "leader":
-                self._send_alter_isr(ctx, r, proposed, r.alter_isr_target)
+                self._send_alter_isr(ctx, r, proposed)
             return
         r.alter_isr_pending = False
         r.maximal_isr = ()
@@ -335,13 +332,20 @@ class Partition:
         self.purgatory.complete_produces(ctx, r)
 
     def on_alter_isr_timeout(self, ctx: Context, name: str, data: tuple[str, int]) -> None:
-        """The AlterPartition request got no answer within request.timeout.ms."""
+        """The proposal got no answer within request.timeout.ms: Kafka never gives it up
+        (AlterPartitionManager retries without a time limit; the controller channel treats the
+        timeout as a broken connection and sends the same request again, to the controller it
+        finds then). Before 2.7 the leader's own ZooKeeper write was retried until it went
+        through (ZooKeeperClient). A proposal that new partition state replaced is dropped."""
         tp, leader_epoch = data
         r = self.host.partitions[tp]
-        r.alter_isr_inflight = None  # the request timed out: the answer will not come
-        if r.leader_epoch == leader_epoch:
-            r.alter_isr_pending = False
-            r.maximal_isr = ()
+        proposed = r.alter_isr_inflight
+        if proposed is None or r.leader_epoch != leader_epoch:
+            return  # answered in time, or replaced by newer partition state
+        if r.role == "leader" and r.alter_isr_pending:
+            self._send_alter_isr(ctx, r, proposed)
+        else:
+            r.alter_isr_inflight = None
 
     # ---- follower fetches and OffsetsForLeaderEpoch (leader) -----------------------------
 
