@@ -3,6 +3,8 @@ KIP-98 under random message loss and leader failovers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kafkalab import ActionError, Cluster, make_config
@@ -129,3 +131,37 @@ def test_a_client_whose_first_metadata_had_no_leader_asks_again_when_it_has_reco
     assert metadata[0] == 0 and any(t >= 1000 for t in metadata)
     results = c.trace.of_kind("produce_result")
     assert [(r.data["values"], r.data["error"]) for r in results] == [(["p1"], "NONE")]
+
+
+# ---- enable.auto.commit: Kafka's default -------------------------------------------------------
+
+
+def _commits(c: Cluster) -> list[dict[str, int]]:
+    return [e.data["offsets"] for e in c.trace.of_kind("offset_commit")]
+
+
+@pytest.mark.parametrize(("settings", "commits"), [({}, 1), ({"enable.auto.commit": False}, 0)])
+def test_a_consumer_with_a_group_commits_by_itself_unless_told_not_to(
+    settings: dict[str, Any], commits: int
+) -> None:
+    # ConsumerConfig: enable.auto.commit defaults to true; without a group.id the consumer cannot
+    # commit, and unset means false (maybeOverrideEnableAutoCommit, KIP-289).
+    c = Cluster(brokers=2, groups=["g"], replication="auto")
+    c.produce("m1")
+    c.consumer("app", group="g", **{"auto.offset.reset": "earliest", **settings})
+    c.poll("app")
+    c.advance(6_000)  # past auto.commit.interval.ms
+    c.poll("app")
+    assert len(_commits(c)) == commits
+
+
+def test_a_consumer_without_a_group_does_not_auto_commit() -> None:
+    c = Cluster(brokers=2, groups=["g"], replication="auto")
+    c.consumer("reader", **{"auto.offset.reset": "earliest"})
+    c.advance(6_000)
+    c.poll("reader")
+    assert _commits(c) == []
+    with pytest.raises(ActionError, match="enable.auto.commit=true needs a group.id"):
+        c.consumer("other", **{"enable.auto.commit": True})
+    with pytest.raises(ActionError, match="enable.auto.commit='yes' is not allowed"):
+        c.consumer("third", group="g", **{"enable.auto.commit": "yes"})

@@ -43,7 +43,9 @@ class ConsumerSettings:
 
     group_id: str = ""
     isolation_level: str = "read_uncommitted"
-    enable_auto_commit: bool = False
+    # Kafka's default: true with a group.id; without one the consumer cannot commit, so unset
+    # means false (ConsumerConfig.maybeOverrideEnableAutoCommit, KIP-289, 2.2).
+    enable_auto_commit: bool | None = None
     auto_commit_interval_ms: int = 5000
     max_poll_records: int = 500
     retry_backoff_ms: int = 100
@@ -64,6 +66,13 @@ class ConsumerSettings:
             raise ConfigError(
                 "max.poll.records and auto.commit.interval.ms must be >= 1, got "
                 f"{self.max_poll_records} and {self.auto_commit_interval_ms}"
+            )
+        if self.enable_auto_commit is None:
+            object.__setattr__(self, "enable_auto_commit", bool(self.group_id))
+        elif not isinstance(self.enable_auto_commit, bool):
+            raise ConfigError(
+                f"enable.auto.commit={self.enable_auto_commit!r} is not allowed: use true or "
+                "false (unset: true with a group.id)"
             )
         if self.enable_auto_commit and not self.group_id:
             raise ConfigError("enable.auto.commit=true needs a group.id to commit to")
