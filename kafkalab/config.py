@@ -57,6 +57,13 @@ class Config:
     # 2.1 (KAFKA-7152): a follower whose LEO equals the leader's stays in the ISR however long
     # ago it last caught up (an idle partition); before, the lag time alone decided.
     isr_keeps_follower_at_leo: bool = True
+    # 2.0.1 (KAFKA-7128): a follower joins the ISR only once its LEO has also reached the start
+    # of the leader's current epoch; before, reaching the HW was enough.
+    isr_join_after_epoch_start: bool = True
+    # 3.3 (KAFKA-13916): only a follower that may be in the ISR joins it (Partition.
+    # isReplicaIsrEligible: alive; in KRaft also unfenced and not shutting down); before, any
+    # fetching follower of the replica set did.
+    isr_join_only_eligible: bool = True
     # 3.3 (a5f7c82a867): a re-elected leader restarts the last-fetch clock of the followers in
     # the ISR only; before, of every follower, so one outside the ISR whose next fetch reached
     # the re-election LEO counted as caught up at the re-election (and held the HW back).
@@ -185,6 +192,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             isr_keeps_follower_at_leo=False,
             isr_keeps_last_member=False,
             reset_fetch_time_by_isr=False,
+            isr_join_after_epoch_start=False,
+            isr_join_only_eligible=False,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms=60000,
             controller_failover_offlines_replicas=False,
             alter_isr=False,
             zk_writes_fenced_by_controller_epoch=False,
@@ -214,7 +224,16 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
     ("1.0", {}),
     ("1.1", dict(isr_keeps_last_member=True)),  # KAFKA-5642
-    ("2.0", dict(kip279=True, leader_epoch_on_election=True, out_of_range_halts=False)),  # 2.0.1
+    # 2.0.1
+    (
+        "2.0",
+        dict(
+            kip279=True,
+            leader_epoch_on_election=True,
+            out_of_range_halts=False,
+            isr_join_after_epoch_start=True,
+        ),
+    ),
     # KIP-320; KAFKA-6082; KAFKA-7152
     (
         "2.1",
@@ -224,14 +243,22 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ),
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
-    # KIP-537 (defaults), KIP-360
     ("2.4", dict(follower_fetch_completes_on_hw_change=True)),  # KAFKA-8443
-    ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000, kip360=True)),
+    # KIP-537 (defaults), KIP-360, KAFKA-9417
+    (
+        "2.5",
+        dict(
+            replica_lag_time_max_ms=30000,
+            zookeeper_session_timeout_ms=18000,
+            kip360=True,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms=10000,
+        ),
+    ),
     ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
     ("2.7", dict(alter_isr=True)),  # KIP-497
     # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
     ("3.0", dict(enable_idempotence=True, acks="all")),
-    ("3.3", dict(reset_fetch_time_by_isr=True)),  # a5f7c82a867
+    ("3.3", dict(reset_fetch_time_by_isr=True, isr_join_only_eligible=True)),  # KAFKA-13916
     # KIP-890 part 1; KAFKA-15021
     ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583

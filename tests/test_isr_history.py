@@ -11,6 +11,7 @@ from kafkalab import Cluster, make_config
 from kafkalab.protocol import messages as m
 from tests.test_unit_broker import (
     deliver,
+    disk_of,
     fetch,
     leader,
     leader_and_isr,
@@ -138,3 +139,33 @@ def test_a_re_elected_leader_restarts_the_fetch_clock_of_isr_followers_only_sinc
     fetch(b, 3, 1, epoch=1, now=reelected + 500)  # broker 3, outside the ISR, fetches at 1
     remote = replica(b).remotes[3]
     assert (remote.last_caught_up_ms == reelected) is caught_up
+
+
+def _joins(b: object) -> bool:
+    r = replica(b)  # type: ignore[arg-type]
+    return 3 in (r.maximal_isr or r.isr) or r.alter_isr_pending
+
+
+@pytest.mark.parametrize(("preset", "joins"), [("1.1", True), ("2.0", False)])
+def test_a_follower_joins_the_isr_only_past_the_epoch_start_since_2_0_1(
+    preset: str, joins: bool
+) -> None:
+    # Partition.isFollowerInSync: since 2.0.1 (KAFKA-7128) the follower's LEO must also reach the
+    # offset the leader's epoch started at; before, the HW was enough.
+    config = make_config({"preset": preset})
+    disk = disk_of(0, 0, 0, hw_checkpoint=1)  # three records, only the first committed
+    b = leader(config=config, isr=(1, 2), epoch=1, disk=disk, now=T0)
+    assert replica(b).log.hw == 1
+    fetch(b, 3, 1, epoch=1, now=T0 + 100)  # broker 3's LEO 1: at the HW, short of the epoch start 3
+    assert _joins(b) is joins
+
+
+@pytest.mark.parametrize(("preset", "joins"), [("3.0", True), ("3.3", False)])
+def test_only_an_eligible_follower_joins_the_isr_since_3_3(preset: str, joins: bool) -> None:
+    # Partition.isReplicaIsrEligible (KAFKA-13916, 3.3): a follower on a broker the metadata
+    # holds for dead does not join; before, any fetching follower did.
+    config = make_config({"preset": preset})
+    b = leader(config=config, isr=(1, 2), live=(1, 2), now=T0)
+    produce(b, "m0", acks=1, now=T0)
+    fetch(b, 3, 1, now=T0 + 100)  # broker 3, dead to the metadata, fetches at the LEO
+    assert _joins(b) is joins

@@ -36,3 +36,29 @@ def test_a_bad_interval_names_the_setting() -> None:
     key = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
     with pytest.raises(ConfigError, match=rf"{key}=0 is not allowed"):
         make_config({key: 0})
+
+
+@pytest.mark.parametrize(("preset", "first_sweep_ms"), [("2.4", 60000), ("2.5", 10000)])
+def test_the_sweep_ran_every_minute_before_2_5(preset: str, first_sweep_ms: int) -> None:
+    # TransactionStateManager.DefaultAbortTimedOutTransactionsIntervalMs: 1 min from 0.11.0.0 to
+    # 2.4, 10 s since 2.5.0 (KAFKA-9417).
+    config = make_config({"preset": preset})
+    assert config.transaction_abort_timed_out_transaction_cleanup_interval_ms == first_sweep_ms
+    c = Cluster(
+        brokers=3,
+        replication="auto",
+        transactional_ids=["tx"],
+        config={
+            "preset": preset,
+            "min.insync.replicas": 2,
+            "acks": "all",
+            "enable.idempotence": True,
+        },
+    )
+    c.producer("p", transactional_id="tx", transaction_timeout_ms=100)
+    c.begin("p")
+    c.produce("a", producer="p")
+    c.advance(first_sweep_ms - 1000)
+    assert c.txn_states()["tx"] == "Ongoing"
+    c.advance(1000)
+    assert c.txn_states()["tx"] == "CompleteAbort"

@@ -251,10 +251,16 @@ class Partition:
         self, ctx: Context, r: ReplicaState, follower: int, remote: Remote
     ) -> None:
         """Partition.maybeExpandIsr / isFollowerInSync: a follower outside the ISR joins once its
-        LEO reaches the HW and the start of the leader's current epoch (KAFKA-7128)."""
-        if follower in r.isr or r.alter_isr_pending or not self.isr_eligible(follower, remote):
+        LEO reaches the HW and (since 2.0.1, KAFKA-7128) the start of the leader's current
+        epoch, if (since 3.3, KAFKA-13916) it may be in the ISR at all."""
+        config = self.host.config
+        if follower in r.isr or r.alter_isr_pending:
+            return
+        if config.isr_join_only_eligible and not self.isr_eligible(follower, remote):
             return
         epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
+        if not config.isr_join_after_epoch_start:
+            epoch_start = 0
         if remote.leo >= r.log.hw and remote.leo >= epoch_start:
             self._alter_isr(ctx, r, r.isr + (follower,), "expand")
 
