@@ -188,8 +188,8 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.1", dict(kip320=True, zk_writes_fenced_by_controller_epoch=True)),  # KAFKA-6082
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
-    # KIP-537 (defaults), KIP-360
     ("2.4", dict(follower_fetch_completes_on_hw_change=True)),  # KAFKA-8443
+    # KIP-537 (defaults), KIP-360
     ("2.5", dict(replica_lag_time_max_ms=30000, zookeeper_session_timeout_ms=18000, kip360=True)),
     ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
     ("2.7", dict(alter_isr=True)),  # KIP-497

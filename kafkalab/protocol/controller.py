@@ -102,7 +102,9 @@ class Controller:
         (KAFKA-3143, ``controller_failover_offlines_replicas``) it takes replicas on dead brokers
         out of the ISR, each removal a leader epoch bump, and a dead leader leaves the partition
         leaderless. Then the partition state machine elects a leader where there is none, a
-        second bump. Before 2.3 only the election ran, keeping the live ISR members."""
+        second bump. Before 2.3 the replica state machine's start-up only brought live replicas
+        online, which changes no partition, so the election alone did, keeping the live ISR
+        members."""
         ctx.emit(
             "controller_failover",
             controller=self.address,
