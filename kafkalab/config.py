@@ -111,6 +111,8 @@ class Config:
     broker_heartbeat_interval_ms: int = 2000
     broker_session_timeout_ms: int = 9000
     controller_quorum_election_timeout_ms: int = 1000
+    # The most a KRaft candidate waits between an election that failed and its next try.
+    controller_quorum_election_backoff_max_ms: int = 1000
     controller_quorum_fetch_timeout_ms: int = 2000
     eligible_leader_replicas_enable: bool = False  # KIP-966 (eligible.leader.replicas.version)
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
@@ -310,6 +312,11 @@ def _validate(c: Config) -> None:
     if c.transaction_version not in (1, 2):
         raise ConfigError(
             f"transaction.version={c.transaction_version} is not allowed: use 1 or 2 (KIP-890)"
+        )
+    if c.controller_quorum_election_backoff_max_ms < 0:
+        raise ConfigError(
+            f"controller.quorum.election.backoff.max.ms="
+            f"{c.controller_quorum_election_backoff_max_ms} is not allowed: use a time >= 0 ms"
         )
     if c.min_insync_replicas < 1:
         raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")

@@ -87,6 +87,7 @@ class KRaftNode:
         partitions: dict[str, PartitionRegistration],
         *,
         election_draws: Iterable[int],
+        backoff_draws: Iterable[int],
         store: QuorumStore | None = None,
     ) -> None:
         self.id = node_id
@@ -95,7 +96,9 @@ class KRaftNode:
             node_id,
             voters,
             election_draws=election_draws,
+            backoff_draws=backoff_draws,
             election_timeout_ms=config.controller_quorum_election_timeout_ms,
+            election_backoff_max_ms=config.controller_quorum_election_backoff_max_ms,
             fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
             store=store,
         )

@@ -77,6 +77,8 @@ EVENT_KINDS: dict[str, str] = {
     "broker_fenced": "the KRaft controller fenced a broker that stopped heartbeating",
     "raft_state": "a KRaft controller node changed Raft state (state, epoch, leader)",
     "raft_vote": "a controller node answered a vote request (candidate, epoch, granted)",
+    "raft_backoff": "a candidate's election timed out or a majority refused it: it waits "
+    "backoff_ms before it campaigns again (epoch)",
     "raft_commit": "a controller node's metadata HW moved (hw)",
     "raft_truncate": "a controller node cut its metadata log where it diverged (offset)",
     "txn_coordinator": "a broker became transaction coordinator for a __transaction_state "
