@@ -375,7 +375,9 @@ class Controller:
     ) -> None:
         """KafkaController.doControlledShutdown: move every leadership of the broker to another
         live ISR replica (ControlledShutdownLeaderElection) and take it out of every ISR, so its
-        partitions stay available when it stops."""
+        partitions stay available when it stops. The answer lists the partitions it still
+        leads (no other live ISR replica could take over); the broker then tries again later.
+        Partitions with a single replica are left alone and not listed: nothing can move."""
         if req.broker not in self.live:
             self._outbox.append((src, m.ControlledShutdownResponse(m.BROKER_NOT_AVAILABLE, ())))
             return
@@ -388,7 +390,7 @@ class Controller:
         exclude = frozenset(self.shutting_down)
         remaining = []
         for tp, state in self.partitions.items():
-            if req.broker not in state.replicas:
+            if req.broker not in state.replicas or len(state.replicas) < 2:
                 continue
             new = state
             if state.leader == req.broker:

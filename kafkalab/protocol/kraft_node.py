@@ -109,7 +109,9 @@ class KRaftNode:
         self.active = False
         self.last_contact: dict[int, int] = {}
         self._replies: dict[int, list[tuple[Any, Any]]] = {}  # offset -> sends once committed
-        self._shutdown_waiting: dict[int, Any] = {}
+        # BrokerHeartbeatManager's controlledShutdownOffset: where each broker in controlled
+        # shutdown entered it (the last record of that heartbeat's changes).
+        self._shutdown_offsets: dict[int, int] = {}
 
     @property
     def controller_epoch(self) -> int:
@@ -204,6 +206,7 @@ class KRaftNode:
         heartbeat, and the full state is sent out."""
         self.active = True
         self.last_contact = dict.fromkeys(self.brokers, ctx.now)
+        self._shutdown_offsets = {}  # a new BrokerHeartbeatManager
         ctx.emit("controller_elected", broker=self.id, controller_epoch=self.controller_epoch)
         ctx.emit(
             "controller_failover",
@@ -350,6 +353,7 @@ class KRaftNode:
             self._move_away(ctx, req.broker)
         if info is not None and not req.clean_shutdown:
             self._forget_elr(ctx, req.broker)
+        self._shutdown_offsets.pop(req.broker, None)
         epoch = self.raft.leo
         offset = self._append(ctx, RegisterBrokerRecord(req.broker, epoch))
         self.brokers[req.broker] = BrokerInfo(epoch)
@@ -376,23 +380,48 @@ class KRaftNode:
             ctx.send(src, m.BrokerHeartbeatResponse(m.STALE_BROKER_EPOCH, True, False))
             return
         self.last_contact[hb.broker] = ctx.now
-        offset = None
-        if hb.want_shutdown:
-            if not info.shutting_down:
-                offset = self._set_broker(ctx, hb.broker, fenced=info.fenced, shutting_down=True)
-                offset = self._move_away(ctx, hb.broker) or offset
+        offset, ready = None, False
+        if hb.want_shutdown or hb.broker in self._shutdown_offsets:
+            offset, ready = self._shutdown_step(ctx, hb.broker)
         elif info.fenced:
             offset = self._set_broker(ctx, hb.broker, fenced=False, shutting_down=False)
             self._elect_where_possible(ctx)
             offset = max(offset, self.raft.leo - 1)
-        ready = hb.want_shutdown and not any(
-            self._current(tp).leader == hb.broker for tp in self.partitions
-        )
         reply = m.BrokerHeartbeatResponse(m.NONE, self.brokers[hb.broker].fenced, ready)
         if offset is None:
             ctx.send(src, reply)
         else:
             self._replies.setdefault(offset, []).append((src, reply))
+
+    def _shutdown_step(self, ctx: Context, broker: int) -> tuple[int | None, bool]:
+        """BrokerHeartbeatManager.calculateNextBrokerState for a broker that wants to stop.
+        Fenced, or unfenced and leading nothing: it may stop now, and is fenced. Unfenced and
+        leading: it enters controlled shutdown, its leaderships move and it leaves the ISRs,
+        and the answer is "not yet". In controlled shutdown: it may stop once it leads nothing
+        and the records that moved its leaderships are committed (Kafka waits until every
+        active broker has fetched them). Returns the offset the answer waits for, and whether
+        the broker may stop."""
+        info = self.brokers[broker]
+        leads = any(self._current(tp).leader == broker for tp in self.partitions)
+        if broker in self._shutdown_offsets:
+            if leads or self._shutdown_offsets[broker] >= self.raft.hw:
+                return None, False
+        elif not info.fenced and leads:
+            offset = None
+            if not info.shutting_down:  # handleBrokerInControlledShutdown
+                offset = self._set_broker(ctx, broker, fenced=False, shutting_down=True)
+            offset = self._move_away(ctx, broker) or offset
+            self._shutdown_offsets[broker] = self.raft.leo - 1 if offset is None else offset
+            return offset, False
+        return self._fence(ctx, broker), True
+
+    def _fence(self, ctx: Context, broker: int) -> int:
+        """ReplicationControlManager.handleBrokerFenced: the broker's leaderships move and it
+        leaves the ISRs, then the record that fences it."""
+        self._shutdown_offsets.pop(broker, None)  # a fenced broker leaves controlled shutdown
+        self._move_away(ctx, broker)
+        info = self.brokers[broker]
+        return self._set_broker(ctx, broker, fenced=True, shutting_down=info.shutting_down)
 
     def _fence_silent_brokers(self, ctx: Context) -> None:
         """BrokerHeartbeatManager: a broker silent for broker.session.timeout.ms is fenced."""
@@ -400,8 +429,7 @@ class KRaftNode:
         for b, info in sorted(self.brokers.items()):
             if not info.fenced and self.last_contact.get(b, ctx.now) + timeout < ctx.now:
                 ctx.emit("broker_fenced", broker=b, controller_epoch=self.controller_epoch)
-                self._set_broker(ctx, b, fenced=True, shutting_down=False)
-                self._move_away(ctx, b)
+                self._fence(ctx, b)
 
     def _on_alter_partition(self, ctx: Context, src: Any, req: m.AlterIsr) -> None:
         reg = self._current(req.tp)
