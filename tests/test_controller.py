@@ -346,3 +346,60 @@ def test_kraft_a_broker_that_leads_nothing_may_stop_at_its_first_heartbeat() -> 
     assert stopped.time_ms - start < 50
     assert _kraft_node(c).brokers[3].fenced and 3 not in c.isr
 
+
+# ---- leader balancing in KRaft -------------------------------------------------------------
+
+
+def test_kraft_balances_leaders_without_the_per_broker_share() -> None:
+    """ReplicationControlManager.maybeBalancePartitionLeaders elects the preferred replica of
+    every imbalanced partition; leader.imbalance.per.broker.percentage is not read in KRaft
+    mode. At 100 % the ZooKeeper-era controller never moves a leader back."""
+    leaders = {}
+    for mode in ("zk", "kraft"):
+        s = scenarios.get("preferred-leader-rebalance")
+        config = {
+            **s.config,
+            "controller_mode": mode,
+            "leader.imbalance.per.broker.percentage": 100,
+        }
+        text = s.source.replace("config: {auto.leader.rebalance.enable: true}", f"config: {config}")
+        c = scenarios.run(scenarios.parse(text)).cluster
+        c.advance(20000)
+        leaders[mode] = c.leader
+    assert leaders == {"zk": 2, "kraft": 1}
+
+
+def test_kraft_schedules_the_balance_one_interval_after_the_change() -> None:
+    """QuorumController.maybeScheduleNextBalancePartitionLeaders: the interval counts from the
+    write that left a partition off its preferred leader (here broker 1's fencing), not from a
+    fixed clock started when the controller became active."""
+    s = scenarios.get("preferred-leader-rebalance")
+    (kraft,) = [v for v in s.variants if v.name == "kraft"]
+    c = scenarios.run(s, variant=kraft).cluster
+    assert c.leader == 2
+    (fenced,) = c.trace.of_kind("broker_fenced")
+    c.advance(20000)
+    moved = [e for e in c.trace.of_kind("partition_state") if e.data["leader"] == 1]
+    interval = c.config.leader_imbalance_check_interval_ms
+    assert [e.time_ms for e in moved] == [fenced.time_ms + interval]
+
+
+@pytest.mark.parametrize(("cap", "runs"), [(1000, 1), (1, 2)])
+def test_kraft_balancing_stops_at_its_cap_and_runs_again_soon(cap: int, runs: int) -> None:
+    """maybeBalancePartitionLeaders makes at most maxElectionsPerImbalance (1000) changes; the
+    rest wait for a run scheduled 10 ms later. Two partitions led elsewhere: one run, or, with
+    a cap of one, two runs and two commits."""
+    config = {"controller_mode": "kraft", "leader_imbalance_check_interval_ms": 20000}
+    c = Cluster(brokers=3, partitions=2, replicas={0: [1, 2, 3], 1: [1, 3, 2]}, config=config)
+    for node in ("c1", "c2", "c3"):
+        c.sim.actors[node].max_elections_per_imbalance = cap
+    c.crash(1)
+    c.advance(12000)
+    c.restart(1)
+    for tp in (0, 1):
+        c.fetch(1, partition=tp)
+        c.fetch(1, partition=tp)
+    c.advance(20000)
+    back = {e.time_ms for e in c.trace.of_kind("partition_state") if e.data["leader"] == 1}
+    assert len(back) == runs
+    assert {c.partition_states()[tp].leader for tp in c.partitions()} == {1}

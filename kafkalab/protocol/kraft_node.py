@@ -46,6 +46,10 @@ from kafkalab.protocol.raft_messages import RAFT_TYPES, LeaderChange, MetadataRe
 __all__ = ["BrokerInfo", "KRaftNode"]
 
 FENCE_CHECK_MS = 1000
+# ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE: the most partition changes one leader
+# balancing run makes; the rest wait for a run scheduled BALANCE_AGAIN_MS later.
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+BALANCE_AGAIN_MS = 10  # QuorumController: an "immediate" run still waits 10 ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,10 @@ class KRaftNode:
         # BrokerHeartbeatManager's controlledShutdownOffset: where each broker in controlled
         # shutdown entered it (the last record of that heartbeat's changes).
         self._shutdown_offsets: dict[int, int] = {}
+        self._balance_scheduled = False  # a leader balancing run is pending
+        self._balance_again = False  # the last run stopped at its cap: the next one comes soon
+        self._balance_token = 0  # identifies the pending run's timer
+        self.max_elections_per_imbalance = MAX_ELECTIONS_PER_IMBALANCE
 
     @property
     def controller_epoch(self) -> int:
@@ -132,9 +140,9 @@ class KRaftNode:
         elif name == "kraft:fence_check" and self.active:
             self._fence_silent_brokers(ctx)
             ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
-        elif name == "kraft:rebalance" and self.active:
-            self._auto_rebalance(ctx)
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
+        elif name == "kraft:rebalance" and self.active and data == self._balance_token:
+            self._balance_scheduled = False
+            self._balance_partition_leaders(ctx)
         self._after_raft(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
@@ -165,6 +173,7 @@ class KRaftNode:
         """Apply what the quorum committed since last time; step down when no longer leader."""
         if self.active and not self.raft.is_leader:
             self.active = False
+            self._balance_scheduled = self._balance_again = False  # renounce cancels it
             ctx.emit(
                 "controller_resigned",
                 controller=self.id,
@@ -178,6 +187,8 @@ class KRaftNode:
         for record in self.raft.committed()[self.applied :]:
             self.applied = record.offset + 1
             self._apply(ctx, record)
+        if self.active:
+            self._maybe_schedule_balance(ctx)
 
     def _apply(self, ctx: Context, record: MetadataRecord) -> None:
         p = record.payload
@@ -218,8 +229,6 @@ class KRaftNode:
         for tp, reg in self.partitions.items():
             self._send_leader_and_isr(ctx, tp, reg)
         ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
-        if self.config.auto_leader_rebalance_enable:
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
 
     def _rules(self) -> ElectionRules:
         c = self.config
@@ -459,33 +468,63 @@ class KRaftNode:
             src, m.AlterIsrResponse(req.tp, error, reg.leader_epoch, reg.partition_epoch, reg.isr)
         )
 
-    def _auto_rebalance(self, ctx: Context) -> None:
-        """The periodic leader balance (QuorumController's balancePartitionLeaders, with the
-        ZooKeeper era's per-broker threshold): partitions whose preferred replica does not lead
-        move back to it when the broker's share of them is above the threshold."""
-        by_preferred: dict[int, list[str]] = {}
-        for tp in sorted(self.partitions):
-            by_preferred.setdefault(self._current(tp).replicas[0], []).append(tp)
-        for broker, tps in sorted(by_preferred.items()):
-            moved = [tp for tp in tps if self._current(tp).leader != broker]
-            if len(moved) * 100 > self.config.leader_imbalance_per_broker_percentage * len(tps):
-                for tp in moved:
-                    self._elect_preferred(ctx, tp)
+    # ---- leader balancing (QuorumController, ReplicationControlManager; KAFKA-13682, 3.2) ------
 
-    def _elect_preferred(self, ctx: Context, only: str | None) -> None:
+    def _imbalanced(self) -> list[str]:
+        """The partitions whose leader (none counts) is not their preferred, first, replica."""
+        return [
+            tp for tp in sorted(self.partitions) if not _has_preferred_leader(self._current(tp))
+        ]
+
+    def _maybe_schedule_balance(self, ctx: Context) -> None:
+        """maybeScheduleNextBalancePartitionLeaders, after every controller write: with
+        auto.leader.rebalance.enable on, some partition's leader not its preferred replica and
+        no run pending, a run is scheduled leader.imbalance.check.interval.seconds from now (10
+        ms if the last run stopped at its cap). No fixed clock: the interval counts from the
+        change that left a partition off its preferred leader, or from the last run."""
+        if self._balance_scheduled or not self.config.auto_leader_rebalance_enable:
+            return
+        if not self._imbalanced():
+            return
+        again = self._balance_again
+        delay = BALANCE_AGAIN_MS if again else self.config.leader_imbalance_check_interval_ms
+        self._balance_token += 1
+        self._balance_scheduled = True
+        ctx.set_timer(delay, "kraft:rebalance", self._balance_token)
+
+    def _balance_partition_leaders(self, ctx: Context) -> None:
+        """maybeBalancePartitionLeaders: a preferred-replica election for every partition whose
+        leader is not its preferred replica, at most ``max_elections_per_imbalance`` changes in
+        one run. Unlike the ZooKeeper-era controller it looks at no per-broker share:
+        leader.imbalance.per.broker.percentage is not read in KRaft mode."""
+        changes = 0
+        self._balance_again = False
+        for tp in self._imbalanced():
+            if changes >= self.max_elections_per_imbalance:
+                self._balance_again = True
+                break
+            changes += self._elect_preferred(ctx, tp)
+
+    def _elect_preferred(self, ctx: Context, only: str | None) -> int:
+        """PartitionChangeBuilder's preferred election: the preferred replica leads again when
+        it is in the ISR and acceptable. Returns how many partitions changed."""
+        changes = 0
         for tp in sorted(self.partitions):
             if only is not None and tp != only:
                 continue
             reg = self._current(tp)
             preferred = reg.replicas[0]
             if reg.leader != preferred and preferred in reg.isr and self._acceptable(preferred):
-                self._change(
-                    ctx,
-                    tp,
-                    replace(
-                        reg,
-                        leader=preferred,
-                        leader_epoch=reg.leader_epoch + 1,
-                        partition_epoch=reg.partition_epoch + 1,
-                    ),
+                new = replace(
+                    reg,
+                    leader=preferred,
+                    leader_epoch=reg.leader_epoch + 1,
+                    partition_epoch=reg.partition_epoch + 1,
                 )
+                changes += self._change(ctx, tp, new) is not None
+        return changes
+
+
+def _has_preferred_leader(reg: PartitionRegistration) -> bool:
+    """PartitionRegistration.hasPreferredLeader."""
+    return bool(reg.replicas) and reg.leader == reg.replicas[0]
