@@ -13,15 +13,21 @@ What the active controller does (ClusterControlManager, ReplicationControlManage
   offset of its registration record. A broker that registers again while its old incarnation
   was still unfenced shut down uncleanly: it is fenced first (KAFKA-18106);
 - brokers heartbeat every broker.heartbeat.interval.ms; a fenced broker that heartbeats is
-  unfenced; one silent for broker.session.timeout.ms is fenced: it leaves every ISR and its
-  leaderships move (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`);
+  unfenced; one silent for broker.session.timeout.ms is fenced: its leaderships move and it
+  leaves the ISRs (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`; without ELR the
+  last member of an ISR stays in it);
 - AlterPartition from leaders, where a fenced or shutting-down replica may not join (KIP-841);
-- controlled shutdown through the heartbeat (wantShutDown): leaderships move first;
-- preferred-leader elections.
+- controlled shutdown through the heartbeat (wantShutDown): leaderships move first, and the
+  broker is told it may stop once it leads nothing; it is then fenced;
+- preferred-leader elections, on request and, with auto.leader.rebalance.enable, for every
+  partition whose leader is not its preferred replica (KAFKA-13682, 3.2).
 
-Brokers here learn each committed partition change from the active controller directly (as
-LeaderAndIsr, carrying the Raft epoch as controller epoch) instead of fetching the metadata log
-themselves; what they learn, and when it is committed, is the same.
+A shortcut: in Kafka a KRaft broker gets no LeaderAndIsr or UpdateMetadata (those requests are
+for ZooKeeper-mode brokers only); it replicates the metadata log itself, fetching it from the
+active controller, and applies each committed record (BrokerMetadataPublisher). Here the active
+controller sends each broker what a committed record changes for it, as an UpdateMetadata or a
+LeaderAndIsr carrying the Raft epoch as controller epoch. What a broker learns, and that it
+learns it only once the record is committed, is the same; the messages stand for the records.
 """
 
 from __future__ import annotations
