@@ -114,6 +114,14 @@ class Config:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
     controlled_shutdown_enable: bool = True
+    # ZooKeeper mode (KafkaServer.controlledShutdown): an attempt that is refused (an error, or
+    # leaderships the controller could not move) or gets no answer is tried again after the
+    # back-off, at most this many attempts in all; then the broker stops anyway.
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    # 0.8.2 to 3.0 (until d30b4e51513, 3.1.0): the broker also waits the back-off after its
+    # last failed attempt, before it stops anyway.
+    controlled_shutdown_backoff_after_last_attempt: bool = False
     # 2.7 (KIP-497; AlterPartition since 3.2, KIP-704): a leader asks the controller to change
     # the ISR and counts the wider ISR while it waits. Before, with ZooKeeper, the leader wrote
     # the partition's znode itself (conditional on its version) and ZooKeeper told the
@@ -132,6 +140,8 @@ class Config:
     broker_heartbeat_interval_ms: int = 2000
     broker_session_timeout_ms: int = 9000
     controller_quorum_election_timeout_ms: int = 1000
+    # The most a KRaft candidate waits between an election that failed and its next try.
+    controller_quorum_election_backoff_max_ms: int = 1000
     controller_quorum_fetch_timeout_ms: int = 2000
     eligible_leader_replicas_enable: bool = False  # KIP-966 (eligible.leader.replicas.version)
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
@@ -200,6 +210,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             zk_writes_fenced_by_controller_epoch=False,
             leader_epoch_on_election=False,
             out_of_range_halts=True,
+            controlled_shutdown_backoff_after_last_attempt=True,
             enable_idempotence=False,
             acks="1",  # the Java producer's default until 3.0
             kip360=False,
@@ -258,7 +269,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.7", dict(alter_isr=True)),  # KIP-497
     # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
     ("3.0", dict(enable_idempotence=True, acks="all")),
-    ("3.3", dict(reset_fetch_time_by_isr=True, isr_join_only_eligible=True)),  # KAFKA-13916
+    # a5f7c82a867; KAFKA-13916; no back-off after the last controlled shutdown attempt (3.1)
+    (
+        "3.3",
+        dict(
+            reset_fetch_time_by_isr=True,
+            isr_join_only_eligible=True,
+            controlled_shutdown_backoff_after_last_attempt=False,
+        ),
+    ),
     # KIP-890 part 1; KAFKA-15021
     ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
@@ -371,9 +390,24 @@ def _validate(c: Config) -> None:
             f"leader.imbalance.per.broker.percentage={c.leader_imbalance_per_broker_percentage} "
             "is not allowed: use 0..100"
         )
+    if c.controlled_shutdown_max_retries < 0:
+        raise ConfigError(
+            f"controlled.shutdown.max.retries={c.controlled_shutdown_max_retries} is not "
+            "allowed: use >= 0 (attempts in all; 0 stops without asking the controller)"
+        )
+    if c.controlled_shutdown_retry_backoff_ms < 0:
+        raise ConfigError(
+            f"controlled.shutdown.retry.backoff.ms={c.controlled_shutdown_retry_backoff_ms} is "
+            "not allowed: use a time >= 0 ms"
+        )
     if c.transaction_version not in (1, 2):
         raise ConfigError(
             f"transaction.version={c.transaction_version} is not allowed: use 1 or 2 (KIP-890)"
+        )
+    if c.controller_quorum_election_backoff_max_ms < 0:
+        raise ConfigError(
+            f"controller.quorum.election.backoff.max.ms="
+            f"{c.controller_quorum_election_backoff_max_ms} is not allowed: use a time >= 0 ms"
         )
     if c.min_insync_replicas < 1:
         raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")

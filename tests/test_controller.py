@@ -3,6 +3,9 @@ pauses and several partitions, with properties over random schedules in ZooKeepe
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -224,3 +227,179 @@ def test_kraft_unclean_shutdown_leaves_the_elr_and_a_clean_one_keeps_its_place()
     text = s.source.replace("  - stop: 2\n", "  - crash: 2\n")
     unclean = scenarios.run(scenarios.parse(text)).cluster
     assert unclean.leader is None, "a broker back from a crash may have lost records"
+
+
+# ---- controlled shutdown: retries (ZooKeeper mode) and the heartbeat protocol (KRaft) ------
+
+
+def _stop_while_alone_in_the_isr(**settings: Any) -> tuple[Cluster, int]:
+    """Broker 1 leads with the ISR [1] (its followers were paused past the lag time); they
+    resume and catch up while broker 1 stops."""
+    c = Cluster(brokers=3, config={"acks": "1", **settings}, mode="timed")
+    c.produce("m1")
+    c.advance(1000)
+    c.pause(2)
+    c.pause(3)
+    c.produce("m2")
+    c.advance(46000)
+    assert (c.leader, c.isr) == (1, [1])
+    c.resume(2)
+    c.resume(3)
+    start = c.now
+    c.stop(1)
+    c.advance(20000)
+    return c, start
+
+
+def test_a_refused_controlled_shutdown_is_tried_again_after_the_back_off() -> None:
+    """KafkaServer.controlledShutdown: an answer that still lists partitions is a failed
+    attempt; 5 s later the broker asks again, and by then its followers are back in the ISR, so
+    the leadership moves. Stopping at the first answer (one attempt, as kafkalab did for every
+    answer) leaves the partition offline."""
+    retried, start = _stop_while_alone_in_the_isr()
+    failed = retried.trace.of_kind("controlled_shutdown_failed")
+    assert [(e.data["attempt"], e.data["remaining"]) for e in failed] == [(1, ["demo-0"])]
+    assert retried.leader == 2 and 1 not in retried.running()
+    (stopped,) = retried.trace.of_kind("stopped")
+    assert stopped.data["reason"] == "controlled shutdown done"
+    assert stopped.time_ms - start >= retried.config.controlled_shutdown_retry_backoff_ms
+    once, _ = _stop_while_alone_in_the_isr(controlled_shutdown_max_retries=1)
+    assert once.leader is None and once.isr == [1]
+    (stopped,) = once.trace.of_kind("stopped")
+    assert stopped.data["reason"] == "controlled shutdown failed: stopping anyway"
+
+
+@pytest.mark.parametrize(("preset", "waits"), [("3.6", 2), ("3.0", 3)])
+def test_after_the_last_failed_attempt_only_releases_before_3_1_back_off(
+    preset: str, waits: int
+) -> None:
+    """Every attempt is refused (the only other ISR member is down): three attempts, with a
+    back-off between them, and before 3.1 one more after the last (d30b4e51513)."""
+    c = Cluster(brokers=2, config={"preset": preset, "controller_mode": "zk"})
+    c.produce("m1")
+    c.crash(2)
+    c.advance(c.config.zookeeper_session_timeout_ms + 1000)
+    assert c.isr == [1]
+    start = c.now
+    c.stop(1)
+    attempts = [e.data["attempt"] for e in c.trace.of_kind("controlled_shutdown_failed")]
+    assert attempts == [1, 2, 3]
+    assert c.now - start == waits * c.config.controlled_shutdown_retry_backoff_ms
+
+
+def test_an_unanswered_controlled_shutdown_times_out_each_attempt() -> None:
+    """No answer within request.timeout.ms fails an attempt as an error does; after the last,
+    the broker stops without the controller."""
+    c = Cluster(brokers=3)
+    c.disconnect(1, "controller")
+    c.stop(1)
+    failed = c.trace.of_kind("controlled_shutdown_failed")
+    assert [(e.data["cause"], e.data["error"]) for e in failed] == [
+        ("no answer", "REQUEST_TIMED_OUT")
+    ] * 3
+    cfg = c.config
+    assert c.now == 3 * cfg.request_timeout_ms + 2 * cfg.controlled_shutdown_retry_backoff_ms
+    assert 1 not in c.running()
+
+
+def test_single_replica_partitions_do_not_hold_up_a_controlled_shutdown() -> None:
+    """doControlledShutdown acts on, and lists, only partitions with more than one replica:
+    nothing can take over a single replica, so the broker stops at the first answer."""
+    c = Cluster(brokers=2, replicas=[1])
+    c.stop(1)
+    assert not c.trace.of_kind("controlled_shutdown_failed")
+    assert c.now == 0 and 1 not in c.running()
+
+
+def _kraft_node(c: Cluster) -> Any:
+    node = c.control.active_node()
+    assert node is not None
+    return node
+
+
+def test_kraft_controlled_shutdown_answers_not_yet_then_lets_the_broker_go_and_fences_it() -> None:
+    """BrokerHeartbeatManager: the first heartbeat of a leader asking to stop puts it in
+    controlled shutdown (its leadership moves) and is answered "not yet"; the next, 50 ms later
+    (BrokerLifecycleManager), finds it leading nothing: it may stop, and it is fenced at once
+    instead of a session timeout later."""
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    start, mark = c.now, len(c.trace.events)
+    c.stop(1)
+    answers = [
+        e.data["msg"].shutdown_ready
+        for e in c.trace.events[mark:]
+        if e.kind == "deliver" and e.node == "1"
+        if isinstance(e.data["msg"], m.BrokerHeartbeatResponse)
+    ]
+    assert answers[:2] == [False, True]
+    (stopped,) = c.trace.of_kind("stopped")
+    assert stopped.time_ms - start >= 50
+    assert c.leader == 2
+    assert _kraft_node(c).brokers[1].fenced
+
+
+def test_kraft_a_broker_that_leads_nothing_may_stop_at_its_first_heartbeat() -> None:
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    start = c.now
+    c.stop(3)
+    (stopped,) = c.trace.of_kind("stopped")
+    assert stopped.time_ms - start < 50
+    assert _kraft_node(c).brokers[3].fenced and 3 not in c.isr
+
+
+# ---- leader balancing in KRaft -------------------------------------------------------------
+
+
+def test_kraft_balances_leaders_without_the_per_broker_share() -> None:
+    """ReplicationControlManager.maybeBalancePartitionLeaders elects the preferred replica of
+    every imbalanced partition; leader.imbalance.per.broker.percentage is not read in KRaft
+    mode. At 100 % the ZooKeeper-era controller never moves a leader back."""
+    leaders = {}
+    for mode in ("zk", "kraft"):
+        s = scenarios.get("preferred-leader-rebalance")
+        config = {
+            **s.config,
+            "controller_mode": mode,
+            "leader.imbalance.per.broker.percentage": 100,
+        }
+        text = s.source.replace("config: {auto.leader.rebalance.enable: true}", f"config: {config}")
+        c = scenarios.run(scenarios.parse(text)).cluster
+        c.advance(20000)
+        leaders[mode] = c.leader
+    assert leaders == {"zk": 2, "kraft": 1}
+
+
+def test_kraft_schedules_the_balance_one_interval_after_the_change() -> None:
+    """QuorumController.maybeScheduleNextBalancePartitionLeaders: the interval counts from the
+    write that left a partition off its preferred leader (here broker 1's fencing), not from a
+    fixed clock started when the controller became active."""
+    s = scenarios.get("preferred-leader-rebalance")
+    (kraft,) = [v for v in s.variants if v.name == "kraft"]
+    c = scenarios.run(s, variant=kraft).cluster
+    assert c.leader == 2
+    (fenced,) = c.trace.of_kind("broker_fenced")
+    c.advance(20000)
+    moved = [e for e in c.trace.of_kind("partition_state") if e.data["leader"] == 1]
+    interval = c.config.leader_imbalance_check_interval_ms
+    assert [e.time_ms for e in moved] == [fenced.time_ms + interval]
+
+
+@pytest.mark.parametrize(("cap", "runs"), [(1000, 1), (1, 2)])
+def test_kraft_balancing_stops_at_its_cap_and_runs_again_soon(cap: int, runs: int) -> None:
+    """maybeBalancePartitionLeaders makes at most maxElectionsPerImbalance (1000) changes; the
+    rest wait for a run scheduled 10 ms later. Two partitions led elsewhere: one run, or, with
+    a cap of one, two runs and two commits."""
+    config = {"controller_mode": "kraft", "leader_imbalance_check_interval_ms": 20000}
+    c = Cluster(brokers=3, partitions=2, replicas={0: [1, 2, 3], 1: [1, 3, 2]}, config=config)
+    for node in ("c1", "c2", "c3"):
+        c.sim.actors[node].max_elections_per_imbalance = cap
+    c.crash(1)
+    c.advance(12000)
+    c.restart(1)
+    for tp in (0, 1):
+        c.fetch(1, partition=tp)
+        c.fetch(1, partition=tp)
+    c.advance(20000)
+    back = {e.time_ms for e in c.trace.of_kind("partition_state") if e.data["leader"] == 1}
+    assert len(back) == runs
+    assert {c.partition_states()[tp].leader for tp in c.partitions()} == {1}

@@ -62,6 +62,32 @@ def test_preset_3_7_freezes_the_hw_under_min_isr():
     assert make_config({"preset": "3.7"}).hw_freeze_under_min_isr is True
 
 
+def test_presets_before_3_1_back_off_after_the_last_controlled_shutdown_attempt():
+    """d30b4e51513 (3.1.0): the broker sleeps the retry back-off only if another attempt
+    follows; the 0.8 to 3.0 presets keep the older sleep after every failed attempt."""
+    for preset in ("0.8", "2.5", "3.0"):
+        assert make_config({"preset": preset}).controlled_shutdown_backoff_after_last_attempt
+    for preset in ("3.6", "3.7", "4.0"):
+        c = make_config({"preset": preset})
+        assert c.controlled_shutdown_backoff_after_last_attempt is False
+    c = make_config({"preset": "0.8"})
+    assert (c.controlled_shutdown_max_retries, c.controlled_shutdown_retry_backoff_ms) == (3, 5000)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "controlled.shutdown.max.retries",
+        "controlled.shutdown.retry.backoff.ms",
+        "controller.quorum.election.backoff.max.ms",
+    ],
+)
+def test_counts_and_back_offs_may_be_zero_but_not_negative(key: str):
+    assert getattr(make_config({key: 0}), normalize_key(key)) == 0
+    with pytest.raises(ConfigError, match=rf"{key.replace('.', '[.]')}=-1 is not allowed"):
+        make_config({key: -1})
+
+
 def test_the_defaults_are_the_newest_preset():
     default = Config()
     for key, value in PRESETS["3.7"].items():

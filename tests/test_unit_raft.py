@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.raft import (
+    BACKOFF_DRAW_BOUND,
     NO_HW,
     BeginQuorumEpoch,
     FetchMetadata,
@@ -33,6 +34,7 @@ from kafkalab.protocol.raft import (
 )
 
 NODES = ("c1", "c2", "c3")
+ZEROS = itertools.repeat(0)  # the shortest election timeout, or back-off, every time
 LATENCY_MS = 5
 ELECTION_TIMEOUT_MS = 1000
 
@@ -44,6 +46,12 @@ def seeded_draws(seed: int, node: str) -> Iterator[int]:
     """An endless stream of election draws in [0, T), one named stream per node."""
     rng = random.Random(f"{seed}:{node}")
     return iter(lambda: rng.randrange(ELECTION_TIMEOUT_MS), None)
+
+
+def seeded_backoffs(seed: int, node: str) -> Iterator[int]:
+    """An endless stream of back-off draws, one named stream per node."""
+    rng = random.Random(f"{seed}:{node}:backoff")
+    return iter(lambda: rng.randrange(BACKOFF_DRAW_BOUND), None)
 
 
 class Invariants:
@@ -105,6 +113,7 @@ class Harness:
         self._seq = 0
         self._heap: list[tuple[Any, ...]] = []
         self._draws = {n: iter(draws[n]) if draws else seeded_draws(seed, n) for n in self.nodes}
+        self._backoffs = {n: seeded_backoffs(seed, n) for n in self.nodes}
         self.actors: dict[str, QuorumController] = {}
         self.stores: dict[str, QuorumStore] = {}
         self.incarnation = dict.fromkeys(nodes, 0)
@@ -181,7 +190,11 @@ class Harness:
 
     def restart(self, node: str) -> None:
         actor = QuorumController(
-            node, self.nodes, election_draws=self._draws[node], store=self.stores.get(node)
+            node,
+            self.nodes,
+            election_draws=self._draws[node],
+            backoff_draws=self._backoffs[node],
+            store=self.stores.get(node),
         )
         self.actors[node] = actor
         self.incarnation[node] += 1
@@ -231,7 +244,7 @@ def commit_all(h: Harness, leader: str, limit_ms: int) -> None:
 
 
 def controller(node: str = "c1", store: QuorumStore | None = None) -> QuorumController:
-    return QuorumController(node, NODES, election_draws=itertools.repeat(0), store=store)
+    return QuorumController(node, NODES, election_draws=ZEROS, backoff_draws=ZEROS, store=store)
 
 
 def started(node: str = "c1", store: QuorumStore | None = None) -> QuorumController:
@@ -318,7 +331,7 @@ def test_no_vote_in_an_epoch_that_has_a_leader_and_none_for_an_old_epoch() -> No
 
     assert not deliver(voter, "c3", VoteRequest(4, "c3", 9, 9)).sends[0][1].granted
     ctx = deliver(voter, "c3", VoteRequest(3, "c3", 9, 9))
-    assert sent(ctx, VoteResponse) == [("c3", VoteResponse(4, False, "c1"))]
+    assert sent(ctx, VoteResponse) == [("c3", VoteResponse(4, False, "c1", "c2"))]
     assert voter.leader == "c2"
 
 
@@ -351,12 +364,65 @@ def test_a_vote_response_with_a_higher_epoch_ends_the_candidacy() -> None:
     assert (candidate.state, candidate.epoch, candidate.voted_for) == ("unattached", 5, None)
 
 
-def test_a_candidate_whose_election_times_out_stands_again_in_the_next_epoch() -> None:
+def test_a_candidate_whose_election_times_out_backs_off_then_stands_in_the_next_epoch() -> None:
+    """KafkaRaftClient.pollCandidate: the timeout starts a back-off in the same epoch; only when
+    it ends does the node campaign again (before, it campaigned at once)."""
     candidate = started("c1")
     fire(candidate, "raft:election", now=1000)
     ctx = fire(candidate, "raft:election", now=2000)
+    assert candidate.state == "candidate" and candidate.epoch == 1
+    assert not sent(ctx, VoteRequest)
+    assert [(name, delay) for delay, name, _ in ctx.timers] == [("raft:backoff", 0)]
+    ctx = fire(candidate, "raft:backoff", now=2000)
     assert candidate.state == "candidate" and candidate.epoch == 2
     assert [msg.epoch for _, msg in sent(ctx, VoteRequest)] == [2, 2]
+
+
+def _backoffs(draws: list[int], **kwargs: Any) -> list[int]:
+    """The back-offs of a candidate whose every election times out, one per draw."""
+    actor = QuorumController("c1", NODES, election_draws=ZEROS, backoff_draws=draws, **kwargs)
+    actor.start(Context(0, "c1"))
+    fire(actor, "raft:election", now=1000)
+    backoffs = []
+    for _ in draws:
+        ctx = fire(actor, "raft:election", now=2000)
+        (delay,) = [delay for delay, name, _ in ctx.timers if name == "raft:backoff"]
+        backoffs.append(delay)
+        fire(actor, "raft:backoff", now=2000 + delay)
+    return backoffs
+
+
+def test_the_back_off_is_binary_exponential_and_capped() -> None:
+    """binaryExponentialElectionBackoffMs: 100 ms times a draw below 2 ** retries, at most
+    controller.quorum.election.backoff.max.ms."""
+    top = BACKOFF_DRAW_BOUND - 1
+    assert _backoffs([top, top, top, top]) == [100, 300, 700, 1000]
+    assert _backoffs([2, 2, 2]) == [0, 200, 200]  # 2 mod 2 is 0 in the first try
+    assert _backoffs([top, top], election_backoff_max_ms=250) == [100, 250]
+
+
+def test_a_vote_response_naming_the_leader_of_its_epoch_makes_the_candidate_follow() -> None:
+    """Votes name the leader the voter knows (maybeHandleCommonResponse): a node back from a
+    crash that campaigns in an epoch that already has a leader follows it, instead of backing
+    off and disrupting it with ever higher epochs."""
+    candidate = started("c1")
+    fire(candidate, "raft:election", now=1000)
+    ctx = deliver(candidate, "c2", VoteResponse(1, False, "c2", "c2"), now=1010)
+    assert (candidate.state, candidate.epoch, candidate.leader) == ("follower", 1, "c2")
+    assert sent(ctx, FetchMetadata)
+
+
+def test_a_candidate_a_majority_refused_backs_off_at_once() -> None:
+    """handleVoteResponse: once the votes still possible are no majority, the candidate backs
+    off without waiting out its election timeout; one refusal of three is not enough."""
+    candidate = started("c1")
+    fire(candidate, "raft:election", now=1000)
+    ctx = deliver(candidate, "c2", VoteResponse(1, False, "c2"), now=1010)
+    assert not [t for t in ctx.timers if t[1] == "raft:backoff"]
+    ctx = deliver(candidate, "c3", VoteResponse(1, False, "c3"), now=1020)
+    assert [name for _, name, _ in ctx.timers] == ["raft:backoff"]
+    fire(candidate, "raft:backoff", now=1020)
+    assert candidate.state == "candidate" and candidate.epoch == 2
 
 
 def test_a_restarted_node_resumes_from_its_quorum_state() -> None:
@@ -371,7 +437,7 @@ def test_a_restarted_node_resumes_from_its_quorum_state() -> None:
 
 
 def test_a_single_voter_leads_and_commits_on_its_own() -> None:
-    solo = QuorumController("c1", ["c1"], election_draws=itertools.repeat(0))
+    solo = QuorumController("c1", ["c1"], election_draws=ZEROS, backoff_draws=ZEROS)
     solo.start(Context(0, "c1"))
     solo.on_timer(Context(1000, "c1"), "raft:election", (solo._generation,))
     assert solo.is_leader
@@ -380,7 +446,7 @@ def test_a_single_voter_leads_and_commits_on_its_own() -> None:
 
 
 def test_election_timeouts_are_the_base_plus_the_supplied_draws() -> None:
-    actor = QuorumController("c1", NODES, election_draws=[250, 999])
+    actor = QuorumController("c1", NODES, election_draws=[250, 999], backoff_draws=ZEROS)
     ctx = Context(0, "c1")
     actor.start(ctx)
     assert ctx.timers == [(1250, "raft:election", (1,))]
@@ -401,14 +467,19 @@ def test_election_timeouts_are_the_base_plus_the_supplied_draws() -> None:
 def test_bad_arguments_are_refused_with_a_clear_message(
     kwargs: dict[str, Any], message: str
 ) -> None:
-    args: dict[str, Any] = {"voters": NODES, "election_draws": itertools.repeat(0), **kwargs}
+    args: dict[str, Any] = {
+        "voters": NODES,
+        "election_draws": ZEROS,
+        "backoff_draws": ZEROS,
+        **kwargs,
+    }
     with pytest.raises(ValueError, match=message):
         QuorumController("c1", args.pop("voters"), **args)
 
 
 @pytest.mark.parametrize(("draws", "message"), [([1000], "outside"), ([], "ran out")])
 def test_bad_election_draws_are_refused(draws: list[int], message: str) -> None:
-    actor = QuorumController("c1", NODES, election_draws=draws)
+    actor = QuorumController("c1", NODES, election_draws=draws, backoff_draws=ZEROS)
     with pytest.raises(ValueError, match=message):
         actor.start(Context(0, "c1"))
 

@@ -125,6 +125,8 @@ class Broker:
         timers: dict[str, Handler] = {
             AUTO_REBALANCE_TIMER: life.on_controller_timer,
             "stop_timeout": life.on_stop_timer,
+            "shutdown_retry": life.on_shutdown_retry_timer,
+            "shutdown_heartbeat": life.on_shutdown_heartbeat_timer,
             "kraft_heartbeat": life.on_kraft_heartbeat_timer,
             "zk_heartbeat": life.on_zk_heartbeat_timer,
             "log_retention": replicas.on_log_retention_timer,

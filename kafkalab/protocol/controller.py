@@ -102,7 +102,9 @@ class Controller:
         (KAFKA-3143, ``controller_failover_offlines_replicas``) it takes replicas on dead brokers
         out of the ISR, each removal a leader epoch bump, and a dead leader leaves the partition
         leaderless. Then the partition state machine elects a leader where there is none, a
-        second bump. Before 2.3 only the election ran, keeping the live ISR members."""
+        second bump. Before 2.3 the replica state machine's start-up only brought live replicas
+        online, which changes no partition, so the election alone did, keeping the live ISR
+        members."""
         ctx.emit(
             "controller_failover",
             controller=self.address,
@@ -378,7 +380,9 @@ class Controller:
     ) -> None:
         """KafkaController.doControlledShutdown: move every leadership of the broker to another
         live ISR replica (ControlledShutdownLeaderElection) and take it out of every ISR, so its
-        partitions stay available when it stops."""
+        partitions stay available when it stops. The answer lists the partitions it still
+        leads (no other live ISR replica could take over); the broker then tries again later.
+        Partitions with a single replica are left alone and not listed: nothing can move."""
         if req.broker not in self.live:
             self._outbox.append((src, m.ControlledShutdownResponse(m.BROKER_NOT_AVAILABLE, ())))
             return
@@ -391,7 +395,7 @@ class Controller:
         exclude = frozenset(self.shutting_down)
         remaining = []
         for tp, state in self.partitions.items():
-            if req.broker not in state.replicas:
+            if req.broker not in state.replicas or len(state.replicas) < 2:
                 continue
             new = state
             if state.leader == req.broker:

@@ -13,15 +13,21 @@ What the active controller does (ClusterControlManager, ReplicationControlManage
   offset of its registration record. A broker that registers again while its old incarnation
   was still unfenced shut down uncleanly: it is fenced first (KAFKA-18106);
 - brokers heartbeat every broker.heartbeat.interval.ms; a fenced broker that heartbeats is
-  unfenced; one silent for broker.session.timeout.ms is fenced: it leaves every ISR and its
-  leaderships move (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`);
+  unfenced; one silent for broker.session.timeout.ms is fenced: its leaderships move and it
+  leaves the ISRs (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`; without ELR the
+  last member of an ISR stays in it);
 - AlterPartition from leaders, where a fenced or shutting-down replica may not join (KIP-841);
-- controlled shutdown through the heartbeat (wantShutDown): leaderships move first;
-- preferred-leader elections.
+- controlled shutdown through the heartbeat (wantShutDown): leaderships move first, and the
+  broker is told it may stop once it leads nothing; it is then fenced;
+- preferred-leader elections, on request and, with auto.leader.rebalance.enable, for every
+  partition whose leader is not its preferred replica (KAFKA-13682, 3.2).
 
-Brokers here learn each committed partition change from the active controller directly (as
-LeaderAndIsr, carrying the Raft epoch as controller epoch) instead of fetching the metadata log
-themselves; what they learn, and when it is committed, is the same.
+A shortcut: in Kafka a KRaft broker gets no LeaderAndIsr or UpdateMetadata (those requests are
+for ZooKeeper-mode brokers only); it replicates the metadata log itself, fetching it from the
+active controller, and applies each committed record (BrokerMetadataPublisher). Here the active
+controller sends each broker what a committed record changes for it, as an UpdateMetadata or a
+LeaderAndIsr carrying the Raft epoch as controller epoch. What a broker learns, and that it
+learns it only once the record is committed, is the same; the messages stand for the records.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ from kafkalab.protocol.raft_messages import RAFT_TYPES, LeaderChange, MetadataRe
 __all__ = ["BrokerInfo", "KRaftNode"]
 
 FENCE_CHECK_MS = 1000
+# ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE: the most partition changes one leader
+# balancing run makes; the rest wait for a run scheduled BALANCE_AGAIN_MS later.
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+BALANCE_AGAIN_MS = 10  # QuorumController: an "immediate" run still waits 10 ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +97,7 @@ class KRaftNode:
         partitions: dict[str, PartitionRegistration],
         *,
         election_draws: Iterable[int],
+        backoff_draws: Iterable[int],
         store: QuorumStore | None = None,
     ) -> None:
         self.id = node_id
@@ -95,7 +106,9 @@ class KRaftNode:
             node_id,
             voters,
             election_draws=election_draws,
+            backoff_draws=backoff_draws,
             election_timeout_ms=config.controller_quorum_election_timeout_ms,
+            election_backoff_max_ms=config.controller_quorum_election_backoff_max_ms,
             fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
             store=store,
         )
@@ -106,7 +119,13 @@ class KRaftNode:
         self.active = False
         self.last_contact: dict[int, int] = {}
         self._replies: dict[int, list[tuple[Any, Any]]] = {}  # offset -> sends once committed
-        self._shutdown_waiting: dict[int, Any] = {}
+        # BrokerHeartbeatManager's controlledShutdownOffset: where each broker in controlled
+        # shutdown entered it (the last record of that heartbeat's changes).
+        self._shutdown_offsets: dict[int, int] = {}
+        self._balance_scheduled = False  # a leader balancing run is pending
+        self._balance_again = False  # the last run stopped at its cap: the next one comes soon
+        self._balance_token = 0  # identifies the pending run's timer
+        self.max_elections_per_imbalance = MAX_ELECTIONS_PER_IMBALANCE
 
     @property
     def controller_epoch(self) -> int:
@@ -127,9 +146,9 @@ class KRaftNode:
         elif name == "kraft:fence_check" and self.active:
             self._fence_silent_brokers(ctx)
             ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
-        elif name == "kraft:rebalance" and self.active:
-            self._auto_rebalance(ctx)
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
+        elif name == "kraft:rebalance" and self.active and data == self._balance_token:
+            self._balance_scheduled = False
+            self._balance_partition_leaders(ctx)
         self._after_raft(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
@@ -160,6 +179,7 @@ class KRaftNode:
         """Apply what the quorum committed since last time; step down when no longer leader."""
         if self.active and not self.raft.is_leader:
             self.active = False
+            self._balance_scheduled = self._balance_again = False  # renounce cancels it
             ctx.emit(
                 "controller_resigned",
                 controller=self.id,
@@ -173,6 +193,8 @@ class KRaftNode:
         for record in self.raft.committed()[self.applied :]:
             self.applied = record.offset + 1
             self._apply(ctx, record)
+        if self.active:
+            self._maybe_schedule_balance(ctx)
 
     def _apply(self, ctx: Context, record: MetadataRecord) -> None:
         p = record.payload
@@ -201,6 +223,7 @@ class KRaftNode:
         heartbeat, and the full state is sent out."""
         self.active = True
         self.last_contact = dict.fromkeys(self.brokers, ctx.now)
+        self._shutdown_offsets = {}  # a new BrokerHeartbeatManager
         ctx.emit("controller_elected", broker=self.id, controller_epoch=self.controller_epoch)
         ctx.emit(
             "controller_failover",
@@ -212,8 +235,6 @@ class KRaftNode:
         for tp, reg in self.partitions.items():
             self._send_leader_and_isr(ctx, tp, reg)
         ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
-        if self.config.auto_leader_rebalance_enable:
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, "kraft:rebalance")
 
     def _rules(self) -> ElectionRules:
         c = self.config
@@ -347,6 +368,7 @@ class KRaftNode:
             self._move_away(ctx, req.broker)
         if info is not None and not req.clean_shutdown:
             self._forget_elr(ctx, req.broker)
+        self._shutdown_offsets.pop(req.broker, None)
         epoch = self.raft.leo
         offset = self._append(ctx, RegisterBrokerRecord(req.broker, epoch))
         self.brokers[req.broker] = BrokerInfo(epoch)
@@ -373,23 +395,48 @@ class KRaftNode:
             ctx.send(src, m.BrokerHeartbeatResponse(m.STALE_BROKER_EPOCH, True, False))
             return
         self.last_contact[hb.broker] = ctx.now
-        offset = None
-        if hb.want_shutdown:
-            if not info.shutting_down:
-                offset = self._set_broker(ctx, hb.broker, fenced=info.fenced, shutting_down=True)
-                offset = self._move_away(ctx, hb.broker) or offset
+        offset, ready = None, False
+        if hb.want_shutdown or hb.broker in self._shutdown_offsets:
+            offset, ready = self._shutdown_step(ctx, hb.broker)
         elif info.fenced:
             offset = self._set_broker(ctx, hb.broker, fenced=False, shutting_down=False)
             self._elect_where_possible(ctx)
             offset = max(offset, self.raft.leo - 1)
-        ready = hb.want_shutdown and not any(
-            self._current(tp).leader == hb.broker for tp in self.partitions
-        )
         reply = m.BrokerHeartbeatResponse(m.NONE, self.brokers[hb.broker].fenced, ready)
         if offset is None:
             ctx.send(src, reply)
         else:
             self._replies.setdefault(offset, []).append((src, reply))
+
+    def _shutdown_step(self, ctx: Context, broker: int) -> tuple[int | None, bool]:
+        """BrokerHeartbeatManager.calculateNextBrokerState for a broker that wants to stop.
+        Fenced, or unfenced and leading nothing: it may stop now, and is fenced. Unfenced and
+        leading: it enters controlled shutdown, its leaderships move and it leaves the ISRs,
+        and the answer is "not yet". In controlled shutdown: it may stop once it leads nothing
+        and the records that moved its leaderships are committed (Kafka waits until every
+        active broker has fetched them). Returns the offset the answer waits for, and whether
+        the broker may stop."""
+        info = self.brokers[broker]
+        leads = any(self._current(tp).leader == broker for tp in self.partitions)
+        if broker in self._shutdown_offsets:
+            if leads or self._shutdown_offsets[broker] >= self.raft.hw:
+                return None, False
+        elif not info.fenced and leads:
+            offset = None
+            if not info.shutting_down:  # handleBrokerInControlledShutdown
+                offset = self._set_broker(ctx, broker, fenced=False, shutting_down=True)
+            offset = self._move_away(ctx, broker) or offset
+            self._shutdown_offsets[broker] = self.raft.leo - 1 if offset is None else offset
+            return offset, False
+        return self._fence(ctx, broker), True
+
+    def _fence(self, ctx: Context, broker: int) -> int:
+        """ReplicationControlManager.handleBrokerFenced: the broker's leaderships move and it
+        leaves the ISRs, then the record that fences it."""
+        self._shutdown_offsets.pop(broker, None)  # a fenced broker leaves controlled shutdown
+        self._move_away(ctx, broker)
+        info = self.brokers[broker]
+        return self._set_broker(ctx, broker, fenced=True, shutting_down=info.shutting_down)
 
     def _fence_silent_brokers(self, ctx: Context) -> None:
         """BrokerHeartbeatManager: a broker silent for broker.session.timeout.ms is fenced."""
@@ -397,8 +444,7 @@ class KRaftNode:
         for b, info in sorted(self.brokers.items()):
             if not info.fenced and self.last_contact.get(b, ctx.now) + timeout < ctx.now:
                 ctx.emit("broker_fenced", broker=b, controller_epoch=self.controller_epoch)
-                self._set_broker(ctx, b, fenced=True, shutting_down=False)
-                self._move_away(ctx, b)
+                self._fence(ctx, b)
 
     def _on_alter_partition(self, ctx: Context, src: Any, req: m.AlterIsr) -> None:
         reg = self._current(req.tp)
@@ -428,33 +474,63 @@ class KRaftNode:
             src, m.AlterIsrResponse(req.tp, error, reg.leader_epoch, reg.partition_epoch, reg.isr)
         )
 
-    def _auto_rebalance(self, ctx: Context) -> None:
-        """The periodic leader balance (QuorumController's balancePartitionLeaders, with the
-        ZooKeeper era's per-broker threshold): partitions whose preferred replica does not lead
-        move back to it when the broker's share of them is above the threshold."""
-        by_preferred: dict[int, list[str]] = {}
-        for tp in sorted(self.partitions):
-            by_preferred.setdefault(self._current(tp).replicas[0], []).append(tp)
-        for broker, tps in sorted(by_preferred.items()):
-            moved = [tp for tp in tps if self._current(tp).leader != broker]
-            if len(moved) * 100 > self.config.leader_imbalance_per_broker_percentage * len(tps):
-                for tp in moved:
-                    self._elect_preferred(ctx, tp)
+    # ---- leader balancing (QuorumController, ReplicationControlManager; KAFKA-13682, 3.2) ------
 
-    def _elect_preferred(self, ctx: Context, only: str | None) -> None:
+    def _imbalanced(self) -> list[str]:
+        """The partitions whose leader (none counts) is not their preferred, first, replica."""
+        return [
+            tp for tp in sorted(self.partitions) if not _has_preferred_leader(self._current(tp))
+        ]
+
+    def _maybe_schedule_balance(self, ctx: Context) -> None:
+        """maybeScheduleNextBalancePartitionLeaders, after every controller write: with
+        auto.leader.rebalance.enable on, some partition's leader not its preferred replica and
+        no run pending, a run is scheduled leader.imbalance.check.interval.seconds from now (10
+        ms if the last run stopped at its cap). No fixed clock: the interval counts from the
+        change that left a partition off its preferred leader, or from the last run."""
+        if self._balance_scheduled or not self.config.auto_leader_rebalance_enable:
+            return
+        if not self._imbalanced():
+            return
+        again = self._balance_again
+        delay = BALANCE_AGAIN_MS if again else self.config.leader_imbalance_check_interval_ms
+        self._balance_token += 1
+        self._balance_scheduled = True
+        ctx.set_timer(delay, "kraft:rebalance", self._balance_token)
+
+    def _balance_partition_leaders(self, ctx: Context) -> None:
+        """maybeBalancePartitionLeaders: a preferred-replica election for every partition whose
+        leader is not its preferred replica, at most ``max_elections_per_imbalance`` changes in
+        one run. Unlike the ZooKeeper-era controller it looks at no per-broker share:
+        leader.imbalance.per.broker.percentage is not read in KRaft mode."""
+        changes = 0
+        self._balance_again = False
+        for tp in self._imbalanced():
+            if changes >= self.max_elections_per_imbalance:
+                self._balance_again = True
+                break
+            changes += self._elect_preferred(ctx, tp)
+
+    def _elect_preferred(self, ctx: Context, only: str | None) -> int:
+        """PartitionChangeBuilder's preferred election: the preferred replica leads again when
+        it is in the ISR and acceptable. Returns how many partitions changed."""
+        changes = 0
         for tp in sorted(self.partitions):
             if only is not None and tp != only:
                 continue
             reg = self._current(tp)
             preferred = reg.replicas[0]
             if reg.leader != preferred and preferred in reg.isr and self._acceptable(preferred):
-                self._change(
-                    ctx,
-                    tp,
-                    replace(
-                        reg,
-                        leader=preferred,
-                        leader_epoch=reg.leader_epoch + 1,
-                        partition_epoch=reg.partition_epoch + 1,
-                    ),
+                new = replace(
+                    reg,
+                    leader=preferred,
+                    leader_epoch=reg.leader_epoch + 1,
+                    partition_epoch=reg.partition_epoch + 1,
                 )
+                changes += self._change(ctx, tp, new) is not None
+        return changes
+
+
+def _has_preferred_leader(reg: PartitionRegistration) -> bool:
+    """PartitionRegistration.hasPreferredLeader."""
+    return bool(reg.replicas) and reg.leader == reg.replicas[0]

@@ -19,6 +19,13 @@ from kafkalab.protocol.zookeeper import ZOOKEEPER
 
 __all__ = ["BrokerLifecycle"]
 
+# KRaft (BrokerServer.shutdown, KafkaBroker.shutdown()): how long a stopping broker waits for the
+# controller to let it go before it stops anyway.
+KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300000
+# BrokerLifecycleManager: after the first "not yet" to a heartbeat that asks to shut down, the
+# next heartbeat goes after 50 ms instead of a whole heartbeat interval.
+KRAFT_FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS = 50
+
 
 class BrokerLifecycle:
     """The lifecycle of one broker. It writes the broker's ``session`` (the ZooKeeper session,
@@ -31,6 +38,14 @@ class BrokerLifecycle:
         self.controller: Controller | None = None  # set while this broker is the controller
         self.stopping = False
         self._early: list[tuple[Any, Any]] = []  # control requests that came before registering
+        # Controlled shutdown: attempts left (ZooKeeper mode), the attempt under way, the
+        # controller it went to and whether its answer is awaited; KRaft: whether a "not yet"
+        # has come back.
+        self._attempts_left = 0
+        self._attempt = 0
+        self._attempt_target: Any = None
+        self._awaiting = False
+        self._pending_answered = False
 
     def start(self, ctx: Context) -> None:
         """KafkaServer.startup (BrokerServer in KRaft): register, and start the heartbeats."""
@@ -67,7 +82,17 @@ class BrokerLifecycle:
         ctx.set_timer(self.host.config.broker_heartbeat_interval_ms, "kraft_heartbeat")
 
     def on_stop_timer(self, ctx: Context, name: str, data: Any) -> None:
-        self._stop_now(ctx, "controlled shutdown got no answer")
+        if self.host.kraft:
+            self._stop_now(ctx, "the controller did not let the broker stop in time")
+        elif self._awaiting and data == self._attempt:
+            self._awaiting = False  # KafkaServer: an IOException, tried again
+            self._attempt_failed(ctx, "no answer", m.REQUEST_TIMED_OUT, ())
+
+    def on_shutdown_retry_timer(self, ctx: Context, name: str, data: Any) -> None:
+        self._try_controlled_shutdown(ctx)
+
+    def on_shutdown_heartbeat_timer(self, ctx: Context, name: str, data: Any) -> None:
+        self._send_heartbeat(ctx)
 
     def on_controller_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self.controller is not None:
@@ -133,8 +158,12 @@ class BrokerLifecycle:
                 None  # the controller does not know this incarnation: register again
             )
             self._send_heartbeat(ctx)
-        elif msg.shutdown_ready and self.stopping:
+        elif self.stopping and msg.shutdown_ready:
             self._stop_now(ctx, "controlled shutdown done")
+        elif self.stopping and not self._pending_answered:
+            self._pending_answered = True  # the first "not yet": ask again soon
+            delay = KRAFT_FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS
+            ctx.set_timer(delay, "shutdown_heartbeat")
 
     def on_controller_change(self, ctx: Context, src: Any, msg: m.ZkControllerChange) -> None:
         """The watch on /controller: race for it when it is gone, else note who holds it."""
@@ -205,20 +234,44 @@ class BrokerLifecycle:
     # ---- controlled shutdown -------------------------------------------------------------------
 
     def on_stop(self, ctx: Context, src: Any, cmd: Stop) -> None:
-        """KafkaServer.controlledShutdown: ask the controller to move leaderships away first,
-        then stop. Without an answer (or with controlled.shutdown.enable off) it stops anyway."""
+        """Ask the controller to move this broker's leaderships away first, then stop
+        (controlled.shutdown.enable; off, or never registered, the broker stops at once).
+
+        ZooKeeper mode (KafkaServer.controlledShutdown): a ControlledShutdown request to the
+        controller; an answer with an error or with partitions still led here, or none within
+        request.timeout.ms, fails the attempt; after controlled.shutdown.retry.backoff.ms the
+        broker tries again, controlled.shutdown.max.retries attempts in all, then stops anyway.
+        KRaft (BrokerLifecycleManager): heartbeats with wantShutDown until the controller says
+        the broker may stop, for at most 5 minutes."""
         if self.stopping:
             return
         self.stopping = True
-        if not self.host.config.controlled_shutdown_enable or self.host.session is None:
+        config = self.host.config
+        if not config.controlled_shutdown_enable or self.host.session is None:
             self._stop_now(ctx, "stopped without controlled shutdown")
+        elif self.host.kraft:
+            ctx.set_timer(KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS, "stop_timeout")
+            self._send_heartbeat(ctx)  # at once, then with every heartbeat
+        else:
+            self._attempts_left = config.controlled_shutdown_max_retries
+            self._try_controlled_shutdown(ctx)
+
+    def _try_controlled_shutdown(self, ctx: Context) -> None:
+        """One pass of KafkaServer.controlledShutdown's loop, to the controller the broker
+        knows now (none known: the attempt fails at once)."""
+        if self._attempts_left <= 0:
+            self._stop_now(ctx, "controlled shutdown failed: stopping anyway")
             return
-        ctx.set_timer(self.host.config.request_timeout_ms, "stop_timeout")
-        if self.host.kraft:
-            self._send_heartbeat(ctx)  # wantShutDown: the controller moves leaderships first
-            return
+        self._attempts_left -= 1
+        self._attempt += 1
         target = self.host.controller_address
-        request = m.ControlledShutdownRequest(self.host.id, self.host.session)
+        if target is None:
+            self._attempt_failed(ctx, "no controller known", None, ())
+            return
+        self._attempt_target, self._awaiting = target, True
+        ctx.set_timer(self.host.config.request_timeout_ms, "stop_timeout", self._attempt)
+        epoch = -1 if self.host.session is None else self.host.session
+        request = m.ControlledShutdownRequest(self.host.id, epoch)
         if target == self.host.id and self.controller is not None:
             self.controller.handle(ctx, self.host.id, request)
         else:
@@ -227,8 +280,32 @@ class BrokerLifecycle:
     def on_controlled_shutdown_response(
         self, ctx: Context, src: Any, msg: m.ControlledShutdownResponse
     ) -> None:
-        if self.stopping:
+        """Success needs no error and no partition left to move (KafkaServer)."""
+        if not self._awaiting or src != self._attempt_target:
+            return  # an answer to an attempt already given up
+        self._awaiting = False
+        if msg.error == m.NONE and not msg.remaining:
             self._stop_now(ctx, "controlled shutdown done")
+        else:
+            self._attempt_failed(ctx, "refused", msg.error, msg.remaining)
+
+    def _attempt_failed(
+        self, ctx: Context, cause: str, error: str | None, remaining: tuple[str, ...]
+    ) -> None:
+        config = self.host.config
+        ctx.emit(
+            "controlled_shutdown_failed",
+            broker=self.host.id,
+            attempt=self._attempt,
+            cause=cause,
+            error=error,
+            remaining=list(remaining),
+            attempts_left=self._attempts_left,
+        )
+        if self._attempts_left > 0 or config.controlled_shutdown_backoff_after_last_attempt:
+            ctx.set_timer(config.controlled_shutdown_retry_backoff_ms, "shutdown_retry")
+        else:
+            self._try_controlled_shutdown(ctx)  # none left: it stops anyway
 
     def _stop_now(self, ctx: Context, why: str) -> None:
         """A clean stop flushes every log and closes the ZooKeeper session, so the controller

@@ -21,9 +21,13 @@ How it differs from textbook Raft, as Kafka does it:
   epoch, so this record lets earlier records commit without waiting for new metadata.
 - **Check quorum.** A leader that has not been fetched from by a majority within 1.5 times the
   fetch timeout resigns.
+- **Back-off between a candidate's tries.** A candidate whose election timed out, or that a
+  majority refused, waits a random binary-exponential back-off before it campaigns again in
+  the next epoch.
 
 The actor is pure: it never reads a clock and never draws a random number. The randomized part
-of every election timeout comes from ``election_draws``, supplied by the simulation.
+of every election timeout comes from ``election_draws``, and of every back-off from
+``backoff_draws``, both supplied by the simulation.
 """
 
 from __future__ import annotations
@@ -70,6 +74,8 @@ RESIGNED = "resigned"
 NO_EPOCH = 0  # the last epoch of an empty log (Kafka's OffsetAndEpoch(0, 0))
 MAX_FETCH_WAIT_MS = 500  # KafkaRaftClient.MAX_FETCH_WAIT_MS: how long the leader holds a fetch
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5  # LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR
+RETRY_BACKOFF_BASE_MS = 100  # KafkaRaftClient.RETRY_BACKOFF_BASE_MS
+BACKOFF_DRAW_BOUND = 2 << 20  # the largest bound of KafkaRaftClient's back-off draw
 
 
 # ---- the actor -----------------------------------------------------------------------------
@@ -81,8 +87,10 @@ class QuorumController:
     ``election_draws`` supplies the random part of each election timeout: every time the node
     enters a state that waits for an election it takes the next draw ``d`` (``0 <= d < T``) and
     waits ``T + d`` ms, T being ``election_timeout_ms`` (QuorumState.randomElectionTimeoutMs,
-    with the Random taken out so that runs replay). ``store`` is what a restarted node reads from
-    disk (see :meth:`durable`). Timer names start with ``raft:`` so a host actor can embed it.
+    with the Random taken out so that runs replay). ``backoff_draws`` (each ``0 <= d <
+    BACKOFF_DRAW_BOUND``) supplies the random part of the candidate's back-offs. ``store`` is
+    what a restarted node reads from disk (see :meth:`durable`). Timer names start with
+    ``raft:`` so a host actor can embed it.
     """
 
     def __init__(
@@ -91,7 +99,9 @@ class QuorumController:
         voters: Iterable[str],
         *,
         election_draws: Iterable[int],
+        backoff_draws: Iterable[int],
         election_timeout_ms: int = 1000,
+        election_backoff_max_ms: int = 1000,
         fetch_timeout_ms: int = 2000,
         request_timeout_ms: int = 2000,
         store: QuorumStore | None = None,
@@ -103,7 +113,15 @@ class QuorumController:
             fetch_timeout_ms=fetch_timeout_ms,
             request_timeout_ms=request_timeout_ms,
         )
+        if not isinstance(election_backoff_max_ms, int) or election_backoff_max_ms < 0:
+            raise ValueError(
+                f"election_backoff_max_ms must be a whole number of ms >= 0, "
+                f"got {election_backoff_max_ms!r}"
+            )
         self.election_timeout_ms = election_timeout_ms
+        self.election_backoff_max_ms = election_backoff_max_ms
+        self._backoff_draws = iter(backoff_draws)
+        self._retries = 0  # candidate: CandidateState.retries, 1 in a first campaign
         self.fetch_timeout_ms = fetch_timeout_ms
         self.request_timeout_ms = request_timeout_ms
         self._draws = iter(election_draws)
@@ -125,6 +143,7 @@ class QuorumController:
         }
         self._timers: dict[str, Callable[[Context, Any], None]] = {
             "raft:election": self._election_timed_out,
+            "raft:backoff": self._backoff_done,
             "raft:fetch_timeout": self._fetch_timed_out,
             "raft:check_quorum": self._check_quorum,
             "raft:begin_epoch": self._resend_begin_quorum_epoch,
@@ -133,6 +152,8 @@ class QuorumController:
 
     def _reset_role_state(self) -> None:
         self._granted: set[str] = set()  # candidate: voters that granted
+        self._rejected: set[str] = set()  # candidate: voters that refused
+        self._backing_off = False  # candidate: waiting before it campaigns again
         self._epoch_start_offset = 0  # leader: log end offset when it was elected
         self._end_offsets: dict[str, int] = {}  # leader: each follower's validated fetch offset
         self._fetched: set[str] = set()  # leader: followers that fetched in this epoch
@@ -235,7 +256,9 @@ class QuorumController:
 
     def _campaign(self, ctx: Context, epoch: int) -> None:
         """Become a candidate in ``epoch``: vote for yourself and ask the others."""
+        retries = self._retries + 1 if self.state == CANDIDATE else 1
         self._enter(ctx, CANDIDATE, epoch, None)
+        self._retries = retries
         self.voted_for = self.id
         self._granted = {self.id}
         if self._has_majority(self._granted):
@@ -278,7 +301,7 @@ class QuorumController:
         """KafkaRaftClient.handleVoteRequest: a higher epoch makes this node unattached in it
         first; then the vote goes by the epoch state's canGrantVote."""
         if req.candidate not in self.voters:  # validateVoterOnlyRequest
-            ctx.send(src, VoteResponse(self.epoch, False, self.id))
+            ctx.send(src, VoteResponse(self.epoch, False, self.id, self._known_leader()))
             return
         if req.epoch > self.epoch:
             self._become_unattached(ctx, req.epoch)
@@ -289,7 +312,7 @@ class QuorumController:
         ctx.emit(
             "raft_vote", voter=self.id, candidate=req.candidate, epoch=req.epoch, granted=granted
         )
-        ctx.send(src, VoteResponse(self.epoch, granted, self.id))
+        ctx.send(src, VoteResponse(self.epoch, granted, self.id, self._known_leader()))
 
     def _can_grant_vote(self, req: VoteRequest) -> bool:
         """One vote per epoch, none once the epoch has a leader, and only for a candidate whose
@@ -301,22 +324,58 @@ class QuorumController:
         return (req.last_epoch, req.last_offset) >= (self.last_epoch, self.leo)
 
     def _on_vote_response(self, ctx: Context, src: Any, resp: VoteResponse) -> None:
-        if resp.epoch > self.epoch:
-            self._become_unattached(ctx, resp.epoch)
+        """KafkaRaftClient.handleVoteResponse: a higher epoch, or a leader already elected in
+        this epoch, ends the candidacy (maybeHandleCommonResponse); else count the vote."""
+        if resp.epoch < self.epoch or self._observe_leader(ctx, resp.epoch, resp.leader):
             return
-        if self.state != CANDIDATE or resp.epoch != self.epoch or not resp.granted:
+        if self.state != CANDIDATE:
+            return
+        if not resp.granted:
+            # KafkaRaftClient.handleVoteResponse: once a majority can no longer be reached,
+            # back off at once instead of waiting out the election timeout.
+            self._rejected.add(resp.voter)
+            if self._vote_rejected() and not self._backing_off:
+                self._start_backoff(ctx)
             return
         self._granted.add(resp.voter)
         if self._has_majority(self._granted):
             self._become_leader(ctx)
+
+    def _vote_rejected(self) -> bool:
+        """CandidateState.isVoteRejected: the voters that granted or have not answered are no
+        longer a majority."""
+        still_possible = set(self.voters) - (self._rejected - self._granted)
+        return not self._has_majority(still_possible)
+
+    def _start_backoff(self, ctx: Context) -> None:
+        """binaryExponentialElectionBackoffMs: RETRY_BACKOFF_BASE_MS times a random whole number
+        below 2 ** retries (the exponent capped at 21), at most election_backoff_max_ms."""
+        self._backing_off = True
+        bound = 2 << min(20, self._retries - 1)
+        draw = next(self._backoff_draws, None)
+        if draw is None or not 0 <= draw < BACKOFF_DRAW_BOUND:
+            raise ValueError(
+                f"{self.id}: back-off draw {draw!r} is missing or outside "
+                f"[0, {BACKOFF_DRAW_BOUND}); supply an endless stream"
+            )
+        delay = min(RETRY_BACKOFF_BASE_MS * (draw % bound), self.election_backoff_max_ms)
+        ctx.emit("raft_backoff", node=self.id, epoch=self.epoch, backoff_ms=delay)
+        self._set_timer(ctx, delay, "raft:backoff")
+
+    def _backoff_done(self, ctx: Context, _: list[Any]) -> None:
+        self._campaign(ctx, self.epoch + 1)
 
     def _on_begin_quorum_epoch(self, ctx: Context, src: Any, msg: BeginQuorumEpoch) -> None:
         self._observe_leader(ctx, msg.epoch, msg.leader)
 
     def _election_timed_out(self, ctx: Context, _: list[Any]) -> None:
         """No leader showed up in time: campaign in the next epoch. A candidate whose election
-        timed out campaigns again, in yet another epoch, with a fresh random timeout."""
-        self._campaign(ctx, self.epoch + 1)
+        timed out first backs off (KafkaRaftClient.pollCandidate), then campaigns again, in
+        the next epoch, with a fresh random election timeout."""
+        if self.state != CANDIDATE:
+            self._campaign(ctx, self.epoch + 1)
+        elif not self._backing_off:
+            self._start_backoff(ctx)
 
     # ---- the leader -------------------------------------------------------------------------
 
@@ -338,13 +397,17 @@ class QuorumController:
                 return
         self._answer_fetch(ctx, src, req)
 
+    def _known_leader(self) -> str | None:
+        """The leader this node names in its answers: a resigned leader names none, so that
+        nobody follows it."""
+        return None if self.state == RESIGNED else self.leader
+
     def _answer_fetch(self, ctx: Context, src: Any, req: FetchMetadata) -> None:
         if self.state != LEADER or req.epoch != self.epoch:
-            # Not a fetch to serve: tell the fetcher our epoch and its leader, if we know one (a
-            # resigned leader names none, so its followers stop fetching from it).
+            # Not a fetch to serve: tell the fetcher our epoch and its leader, if we know one.
             # It carries no HW: the fetcher's log was not validated, so it must not learn one
             # (Kafka answers with an error such as FENCED_LEADER_EPOCH).
-            leader = None if self.state == RESIGNED else self.leader
+            leader = self._known_leader()
             ctx.send(src, FetchMetadataResponse(self.epoch, leader, (), NO_HW, None))
             return
         diverging = self._diverging(req)

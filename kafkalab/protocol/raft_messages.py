@@ -73,11 +73,13 @@ class VoteRequest:
 
 @dataclass(frozen=True, slots=True)
 class VoteResponse:
-    """The voter's answer, with the voter's epoch (a higher one makes the candidate step down)."""
+    """The voter's answer, with the voter's epoch and the leader it knows in that epoch, if any
+    (a higher epoch makes the candidate step down; a leader of its own epoch makes it follow)."""
 
     epoch: int
     granted: bool
     voter: str
+    leader: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

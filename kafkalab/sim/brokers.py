@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.config import Config
 from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
+from kafkalab.protocol.lifecycle import KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.action_kinds import ALTER_PARTITION_ANSWERS, ALTER_PARTITION_ERRORS
 from kafkalab.sim.clients import ClientSteps
@@ -156,9 +158,13 @@ class BrokerSteps:
         self.sim.command(broker, Stop())
         c._settle()
         if c.mode == "stepped" and broker in self.sim.actors:
-            # No controller answered (it is cut off, paused or gone): stop without it, as
-            # Kafka does after its retries.
-            self.sim.run_until(self.sim.now + c.config.request_timeout_ms)
+            # The controller did not let it go at once (it could not move every leadership, or
+            # it is cut off, paused or gone): time passes until the broker stops, after its
+            # attempts, or without the controller once it gives up.
+            config = self.sim.actors[broker].config
+            self.sim.run_until(
+                self.sim.now + _longest_stop_ms(config), lambda: broker not in self.sim.actors
+            )
 
     # ---- replication and partition requests ------------------------------------------------
 
@@ -249,3 +255,12 @@ class BrokerSteps:
             match=lambda req: req.tp == tp,
             reply=reply,
         )
+
+
+def _longest_stop_ms(config: Config) -> int:
+    """The longest a controlled shutdown can take: in KRaft the broker's wait for the
+    controller; in ZooKeeper mode every attempt timing out, with a back-off after each."""
+    if config.controller_mode == "kraft":
+        return KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS
+    per_attempt = config.request_timeout_ms + config.controlled_shutdown_retry_backoff_ms
+    return config.controlled_shutdown_max_retries * per_attempt

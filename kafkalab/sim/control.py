@@ -28,6 +28,7 @@ from kafkalab.protocol.controller import (
 )
 from kafkalab.protocol.kraft import PartitionRegistration
 from kafkalab.protocol.kraft_node import KRaftNode
+from kafkalab.protocol.raft import BACKOFF_DRAW_BOUND
 from kafkalab.sim.engine import CLIENT_HOST, Simulation
 
 __all__ = [
@@ -206,9 +207,16 @@ class KRaftControlPlane(ControlPlane):
     def _start_node(self, node: str, store: Any) -> None:
         timeout = self.config.controller_quorum_election_timeout_ms
         draws = _draws(self.sim.stream(f"raft:{node}"), timeout)
+        backoffs = _draws(self.sim.stream(f"raft-backoff:{node}"), BACKOFF_DRAW_BOUND)
         partitions = _initial(self.assignment, PartitionRegistration)
         actor = KRaftNode(
-            node, CONTROLLER_NODES, self.config, partitions, election_draws=draws, store=store
+            node,
+            CONTROLLER_NODES,
+            self.config,
+            partitions,
+            election_draws=draws,
+            backoff_draws=backoffs,
+            store=store,
         )
         self.sim.add(node, actor, node)
 
@@ -304,8 +312,8 @@ class KRaftControlPlane(ControlPlane):
 
 
 def _draws(rng: random.Random, below: int) -> Iterator[int]:
-    """An endless stream of election timeouts (a generator function: each is drawn when the
-    node asks for it, not before)."""
+    """An endless stream of random draws below ``below``, for election timeouts or back-offs
+    (a generator function: each is drawn when the node asks for it, not before)."""
     while True:
         yield rng.randrange(below)
 

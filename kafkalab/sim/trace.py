@@ -31,6 +31,9 @@ EVENT_KINDS: dict[str, str] = {
     "controller_resigned": "a controller learned it was replaced (controller_epoch)",
     "controller_znode_deleted": "/controller went with its owner's session",
     "controlled_shutdown": "the controller moved leaderships off a stopping broker",
+    "controlled_shutdown_failed": "a stopping broker's controlled shutdown attempt failed "
+    "(attempt, cause, error, remaining, attempts_left): ZooKeeper mode tries again after "
+    "controlled.shutdown.retry.backoff.ms, or stops anyway after the last attempt",
     "stale_controller_request": "a broker ignored a request from an older controller epoch",
     "stale_broker_epoch": "a broker ignored a request meant for its previous incarnation",
     "config_change": "an operator changed settings during the run (settings, broker or topic)",
@@ -77,6 +80,8 @@ EVENT_KINDS: dict[str, str] = {
     "broker_fenced": "the KRaft controller fenced a broker that stopped heartbeating",
     "raft_state": "a KRaft controller node changed Raft state (state, epoch, leader)",
     "raft_vote": "a controller node answered a vote request (candidate, epoch, granted)",
+    "raft_backoff": "a candidate's election timed out or a majority refused it: it waits "
+    "backoff_ms before it campaigns again (epoch)",
     "raft_commit": "a controller node's metadata HW moved (hw)",
     "raft_truncate": "a controller node cut its metadata log where it diverged (offset)",
     "txn_coordinator": "a broker became transaction coordinator for a __transaction_state "
