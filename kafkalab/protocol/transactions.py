@@ -4,9 +4,10 @@ partition.
 A transactional.id belongs to partition ``abs(hashCode(transactional.id)) % 50`` of
 __transaction_state; the leader of that partition is its coordinator. Every change of a
 transaction's state is first written to that partition as a record, with acks=all, and takes
-effect only once the write is committed (TransactionStateManager.appendTransactionToLog); a new
-leader rebuilds every transaction from the log and finishes any PrepareCommit or PrepareAbort it
-finds (TransactionStateManager.loadTransactionsForTxnTopicPartition, then
+effect only once the write is committed (TransactionStateManager.appendTransactionToLog); the
+one exception, PrepareEpochFence, is held in memory until the PrepareAbort that follows it is
+written. A new leader rebuilds every transaction from the log and finishes any PrepareCommit or
+PrepareAbort it finds (TransactionStateManager.loadTransactionsForTxnTopicPartition, then
 TransactionMarkerChannelManager).
 
 The moves between states are the table in :mod:`kafkalab.protocol.txn_states`.
