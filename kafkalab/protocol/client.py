@@ -106,6 +106,7 @@ class KafkaProducer:
         # transaction, the coordinator requests still to send, and how the transaction ends.
         self.txn_state = UNINITIALIZED
         self.txn_partitions: set[str] = set()
+        self.txn_started = False  # a partition or offsets were added (transactionStarted)
         self.txn_requests: list[Any] = []  # pending coordinator calls, in order
         self.txn_waiting: Any = None  # the call in flight
         self.txn_error = ""
@@ -193,6 +194,7 @@ class KafkaProducer:
         if cmd.op == "begin":
             self.txn_state = IN_TRANSACTION
             self.txn_partitions = set()
+            self.txn_started = False
             self._txn_result(ctx, "begin", m.NONE)
         elif cmd.op == "send_offsets":
             self.txn_requests.append(("add_offsets", cmd.group, cmd.offsets))
@@ -226,7 +228,9 @@ class KafkaProducer:
 
     def _send_txn_request(self, ctx: Context) -> None:
         """maybeSendAndPollTransactionalRequest: one coordinator call at a time, in order; the
-        EndTxn only once every batch of the transaction is answered."""
+        EndTxn only once every batch of the transaction is answered, and only if a partition
+        or offsets were added to the transaction: else the end is complete at once, with no
+        request (TransactionManager.nextRequest)."""
         if self.txn_waiting is not None or not self.txn_requests:
             return
         if self._timer_at.get("txn_backoff", -1) > ctx.now:
@@ -234,6 +238,10 @@ class KafkaProducer:
         request = self.txn_requests[0]
         kind = request if isinstance(request, str) else request[0]
         if kind == "end" and (self.queue or self.inflight):
+            return
+        if kind == "end" and not self.txn_started:
+            self.txn_requests.pop(0)
+            self._txn_complete(ctx, request[1])
             return
         txn_id = self.settings.transactional_id
         target = txn_partition(txn_id)
@@ -297,17 +305,24 @@ class KafkaProducer:
         kind = request[0]
         if kind == "add_partitions":
             self.txn_partitions |= set(request[1])
+            self.txn_started = True
         elif kind == "add_offsets":
             self.txn_requests.insert(0, ("txn_offset_commit", request[1], request[2]))
+            self.txn_started = True
         elif kind == "txn_offset_commit":
             self._txn_result(ctx, "send_offsets", m.NONE, group=request[1])
         elif kind == "end":
             if msg.producer_epoch > self.producer_epoch:  # transaction version 2: a new epoch
                 self.producer_epoch = msg.producer_epoch
                 self.next_sequence.clear()
-            self.txn_state = READY
-            self.txn_partitions = set()
-            self._txn_result(ctx, "commit" if request[1] else "abort", m.NONE)
+            self._txn_complete(ctx, request[1])
+
+    def _txn_complete(self, ctx: Context, commit: bool) -> None:
+        """completeTransaction: ready for the next transaction."""
+        self.txn_state = READY
+        self.txn_partitions = set()
+        self.txn_started = False
+        self._txn_result(ctx, "commit" if commit else "abort", m.NONE)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self._timer_at.get(name) == ctx.now:
@@ -349,6 +364,7 @@ class KafkaProducer:
                 self.txn_requests.append(("add_partitions", (cmd.tp,)))
         elif self.transactional:
             self.txn_partitions.add(cmd.tp)  # the partition leader adds it (KIP-890 part 2)
+            self.txn_started = True
         sequence = -1
         if self.settings.enable_idempotence:
             sequence = self.next_sequence.get(cmd.tp, 0)
