@@ -352,6 +352,44 @@ def test_a_real_gap_bumps_an_idempotent_producers_epoch() -> None:
     assert c.report().acked == ["A"]
 
 
+@pytest.mark.parametrize("kip360", [True, False])
+def test_before_2_5_a_real_gap_fails_the_batch_and_resets_the_producer_id(kip360: bool) -> None:
+    """KIP-360's client side (KAFKA-8805, 2.5.0) bumps the epoch and retries; from 1.0.0 to
+    2.4 canRetry refused the batch and Sender.failBatch / handleFailedBatch called
+    resetProducerId: a new producer id, every sequence from 0 again."""
+    c = Cluster(brokers=1, rules=Rules(sequence_verdict=_gap_once()), config={"kip360": kip360})
+    c.producer("p")
+    c.produce("A", producer="p")
+    c.advance(1000)
+    c.produce("B", producer="p")
+    c.advance(1000)
+    ids = [
+        (e.data["producer_id"], e.data["producer_epoch"]) for e in c.trace.of_kind("producer_id")
+    ]
+    sends = [(e.data["values"], e.data["sequence"]) for e in c.trace.of_kind("produce")]
+    if kip360:
+        assert c.report().acked == ["A", "B"] and len(ids) == 1
+        assert sends == [(["A"], 0), (["A"], 0), (["B"], 1)]
+        assert len(c.trace.of_kind("producer_epoch_bump")) == 1
+    else:
+        assert c.report().errors == {"A": m.OUT_OF_ORDER_SEQUENCE_NUMBER}
+        assert c.report().acked == ["B"]
+        assert len(ids) == 2 and ids[0][0] != ids[1][0]  # a new producer id, epoch 0
+        assert sends == [(["A"], 0), (["B"], 0)]
+        assert c.trace.of_kind("producer_epoch_bump") == []
+
+
+def test_the_2_4_preset_resets_and_the_2_5_preset_bumps() -> None:
+    """The presets carry the client side of KIP-360 with its broker side (``kip360``)."""
+    for preset, bumps in (("2.4", 0), ("2.5", 1)):
+        c = Cluster(brokers=1, rules=Rules(sequence_verdict=_gap_once()), config={"preset": preset})
+        c.producer("p", acks="all", enable_idempotence=True)
+        c.produce("A", producer="p")
+        c.advance(1000)
+        assert len(c.trace.of_kind("producer_epoch_bump")) == bumps
+        assert len(c.trace.of_kind("producer_id")) == 2 - bumps
+
+
 def test_a_real_gap_fails_a_transactional_send() -> None:
     c = Cluster(
         brokers=3,

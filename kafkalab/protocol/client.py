@@ -7,10 +7,15 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   retry.backoff.ms, until ``retries`` or delivery.timeout.ms run out; the client refreshes its
   metadata from a broker first when the leader may have moved.
 - OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general; TransactionManager.canRetry
-  (since 2.5, KIP-360) retries it while an earlier batch of the partition is unresolved. When
-  the refused batch is the next one after the last acknowledged, there is a real gap: an
-  idempotent producer bumps its epoch and numbers that partition from 0 again, a transactional
-  one fails the batch (the transaction can only be aborted).
+  (since 1.0, KAFKA-5494) retries it when the refused batch is not the next one after the last
+  acknowledged: an earlier batch is still unanswered, and the refusal goes away once it lands.
+  (Kafka also requires that no batch of the partition has an unknown outcome, an "unresolved
+  sequence" left by a batch that expired after it was sent; the simulator does not track
+  those.) When the refused batch is the next one, there is a real gap. A transactional producer
+  fails the batch (the transaction can only be aborted). An idempotent producer, since 2.5
+  (KIP-360's client side, ``kip360``), bumps its epoch and numbers that partition from 0 again;
+  before, it failed the batch and dropped its producer id and every sequence number, then asked
+  for a new producer id (TransactionManager.resetProducerId).
 - Without idempotence a retried batch goes back to the front of the queue (Kafka's reenqueue),
   behind requests already in flight: a lost request plus a retry can reorder records, and a lost
   *response* plus a retry writes the record twice.
@@ -73,6 +78,10 @@ class _Batch:
     sequence: int
     created_ms: int
     attempts: int = 0
+    # The producer id and epoch of the batch's first send: a retry keeps them after the producer
+    # has reset its id (RecordAccumulator.drain leaves a batch that has a sequence as it is).
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 class KafkaProducer:
@@ -97,6 +106,7 @@ class KafkaProducer:
         # transaction, the coordinator requests still to send, and how the transaction ends.
         self.txn_state = UNINITIALIZED
         self.txn_partitions: set[str] = set()
+        self.txn_started = False  # a partition or offsets were added (transactionStarted)
         self.txn_requests: list[Any] = []  # pending coordinator calls, in order
         self.txn_waiting: Any = None  # the call in flight
         self.txn_error = ""
@@ -143,6 +153,8 @@ class KafkaProducer:
         self._drain(ctx)
 
     def _on_init_producer_id(self, ctx: Context, msg: m.InitProducerIdResponse) -> None:
+        if not self.transactional and self.producer_id >= 0:
+            return  # the answer to a repeated request: the producer already has its id
         if self.transactional:
             if self.txn_waiting != "init":
                 return
@@ -182,6 +194,7 @@ class KafkaProducer:
         if cmd.op == "begin":
             self.txn_state = IN_TRANSACTION
             self.txn_partitions = set()
+            self.txn_started = False
             self._txn_result(ctx, "begin", m.NONE)
         elif cmd.op == "send_offsets":
             self.txn_requests.append(("add_offsets", cmd.group, cmd.offsets))
@@ -215,7 +228,9 @@ class KafkaProducer:
 
     def _send_txn_request(self, ctx: Context) -> None:
         """maybeSendAndPollTransactionalRequest: one coordinator call at a time, in order; the
-        EndTxn only once every batch of the transaction is answered."""
+        EndTxn only once every batch of the transaction is answered, and only if a partition
+        or offsets were added to the transaction: else the end is complete at once, with no
+        request (TransactionManager.nextRequest)."""
         if self.txn_waiting is not None or not self.txn_requests:
             return
         if self._timer_at.get("txn_backoff", -1) > ctx.now:
@@ -223,6 +238,10 @@ class KafkaProducer:
         request = self.txn_requests[0]
         kind = request if isinstance(request, str) else request[0]
         if kind == "end" and (self.queue or self.inflight):
+            return
+        if kind == "end" and not self.txn_started:
+            self.txn_requests.pop(0)
+            self._txn_complete(ctx, request[1])
             return
         txn_id = self.settings.transactional_id
         target = txn_partition(txn_id)
@@ -286,17 +305,24 @@ class KafkaProducer:
         kind = request[0]
         if kind == "add_partitions":
             self.txn_partitions |= set(request[1])
+            self.txn_started = True
         elif kind == "add_offsets":
             self.txn_requests.insert(0, ("txn_offset_commit", request[1], request[2]))
+            self.txn_started = True
         elif kind == "txn_offset_commit":
             self._txn_result(ctx, "send_offsets", m.NONE, group=request[1])
         elif kind == "end":
             if msg.producer_epoch > self.producer_epoch:  # transaction version 2: a new epoch
                 self.producer_epoch = msg.producer_epoch
                 self.next_sequence.clear()
-            self.txn_state = READY
-            self.txn_partitions = set()
-            self._txn_result(ctx, "commit" if request[1] else "abort", m.NONE)
+            self._txn_complete(ctx, request[1])
+
+    def _txn_complete(self, ctx: Context, commit: bool) -> None:
+        """completeTransaction: ready for the next transaction."""
+        self.txn_state = READY
+        self.txn_partitions = set()
+        self.txn_started = False
+        self._txn_result(ctx, "commit" if commit else "abort", m.NONE)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self._timer_at.get(name) == ctx.now:
@@ -338,6 +364,7 @@ class KafkaProducer:
                 self.txn_requests.append(("add_partitions", (cmd.tp,)))
         elif self.transactional:
             self.txn_partitions.add(cmd.tp)  # the partition leader adds it (KIP-890 part 2)
+            self.txn_started = True
         sequence = -1
         if self.settings.enable_idempotence:
             sequence = self.next_sequence.get(cmd.tp, 0)
@@ -377,8 +404,11 @@ class KafkaProducer:
         self.correlation += 1
         cid = self.correlation
         batch.attempts += 1
-        pid = self.producer_id if self.settings.enable_idempotence else -1
-        epoch = self.producer_epoch if pid >= 0 else -1
+        if self.settings.enable_idempotence and batch.producer_id < 0:
+            batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+        pid = batch.producer_id if self.settings.enable_idempotence else -1
+        epoch = self.producer_epoch if pid == self.producer_id else batch.producer_epoch
+        epoch = epoch if pid >= 0 else -1
         ctx.emit(
             "produce",
             producer=self.name,
@@ -424,7 +454,9 @@ class KafkaProducer:
         if batch is None:
             return  # already timed out and retried
         if resp.error == m.NONE:
-            if batch.sequence >= 0:
+            # TransactionManager.handleCompletedBatch: a batch of a producer id since reset
+            # tells nothing about the current one's sequences.
+            if batch.sequence >= 0 and batch.producer_id == self.producer_id:
                 last = batch.sequence + len(batch.values) - 1
                 self.last_acked_sequence[batch.tp] = max(
                     self.last_acked_sequence.get(batch.tp, -1), last
@@ -438,10 +470,12 @@ class KafkaProducer:
         retriability."""
         if error != m.OUT_OF_ORDER_SEQUENCE_NUMBER:
             return error in RETRIABLE
+        if batch.producer_id != self.producer_id:
+            return False  # sent under a producer id this producer has since dropped
         if batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
-            return True  # an earlier batch is still unresolved: wait for it
-        if self.transactional:
-            return False
+            return True  # an earlier batch is still unanswered: wait for it
+        if self.transactional or not self.settings.kip360:
+            return False  # a real gap
         self._bump_epoch(ctx, batch)
         return True
 
@@ -464,11 +498,28 @@ class KafkaProducer:
             producer_epoch=self.producer_epoch,
         )
 
+    def _reset_producer_id(self, ctx: Context) -> None:
+        """TransactionManager.resetProducerId (idempotent producer, before 2.5): a real gap
+        drops the producer id and every partition's sequence numbers, and the producer asks for
+        a new id; the batches not sent yet are numbered from 0 under it."""
+        self.producer_id = self.producer_epoch = -1
+        self.next_sequence.clear()
+        self.last_acked_sequence.clear()
+        for b in self.queue:
+            if b.attempts == 0:
+                b.sequence = self.next_sequence.get(b.tp, 0)
+                self.next_sequence[b.tp] = b.sequence + len(b.values)
+        ctx.send(self._next_broker(), m.InitProducerIdRequest())
+        self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
+
     def _retry_or_fail(self, ctx: Context, batch: _Batch, error: str) -> None:
         s = self.settings
         expired = ctx.now - batch.created_ms >= s.delivery_timeout_ms
         if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
+            gap = error == m.OUT_OF_ORDER_SEQUENCE_NUMBER and batch.producer_id == self.producer_id
+            if gap and not self.transactional and not s.kip360:
+                self._reset_producer_id(ctx)
             # Since 2.7 (KIP-588) a produce's INVALID_PRODUCER_EPOCH is abortable, not fatal:
             # the abort's EndTxn then learns whether this instance was fenced.
             if self.transactional and error == m.PRODUCER_FENCED:

@@ -24,6 +24,9 @@ class ProducerSettings:
     transactional_id: str = ""
     transaction_timeout_ms: int = 60000
     transaction_version: int = 1  # what the cluster supports (KIP-890 part 2 is version 2)
+    # The release's client side of KIP-360 (2.5): after a real sequence gap an idempotent
+    # producer bumps its epoch; before, it fails the batch and gets a new producer id.
+    kip360: bool = True
 
     def __post_init__(self) -> None:
         if self.transactional_id and not self.enable_idempotence:

@@ -361,7 +361,7 @@ class InitProducerIdResponse:
     error: str = NONE
 
 
-# ---- transactions (KIP-98, KIP-447, KIP-890) ---------------------------------------------------
+# ---- transactions (KIP-98, KIP-890) ------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,7 +403,7 @@ class AddOffsetsToTxnResponse:
 
 @dataclass(frozen=True, slots=True)
 class TxnOffsetCommitRequest:
-    """sendOffsetsToTransaction, step two: the offsets, to the group coordinator."""
+    """sendOffsetsToTransaction, step two: the offsets (KIP-98; no KIP-447 member or generation)."""
 
     group: str
     transactional_id: str

@@ -4,9 +4,10 @@ partition.
 A transactional.id belongs to partition ``abs(hashCode(transactional.id)) % 50`` of
 __transaction_state; the leader of that partition is its coordinator. Every change of a
 transaction's state is first written to that partition as a record, with acks=all, and takes
-effect only once the write is committed (TransactionStateManager.appendTransactionToLog); a new
-leader rebuilds every transaction from the log and finishes any PrepareCommit or PrepareAbort it
-finds (TransactionStateManager.loadTransactionsForTxnTopicPartition, then
+effect only once the write is committed (TransactionStateManager.appendTransactionToLog); the
+one exception, PrepareEpochFence, is held in memory until the PrepareAbort that follows it is
+written. A new leader rebuilds every transaction from the log and finishes any PrepareCommit or
+PrepareAbort it finds (TransactionStateManager.loadTransactionsForTxnTopicPartition, then
 TransactionMarkerChannelManager).
 
 The moves between states are the table in :mod:`kafkalab.protocol.txn_states`.
@@ -204,9 +205,12 @@ class TransactionCoordinator:
         self._write(ctx, tp, part, meta, new, "InitProducerId", lambda c, err: reply(c, err, new))
 
     def _check_producer(self, meta: TxnMetadata | None, pid: int, epoch: int) -> str:
+        """A client's request must carry the transactional id's producer id and exactly its
+        epoch (handleAddPartitionsToTransaction, handleVerifyPartitionsInTransaction, and
+        EndTxn from a client since 2.6, KAFKA-9600)."""
         if meta is None or meta.producer_id != pid:
             return m.INVALID_TXN_STATE  # Kafka: INVALID_PRODUCER_ID_MAPPING
-        if epoch < meta.producer_epoch:
+        if epoch != meta.producer_epoch:
             return m.PRODUCER_FENCED
         return m.NONE
 
@@ -236,9 +240,11 @@ class TransactionCoordinator:
         meta = part.txns.get(txn_id)
         error = self._check_producer(meta, req.producer_id, req.producer_epoch)
         if error == m.NONE and req.verify_only:
-            in_txn = meta is not None and meta.state == s.ONGOING
-            ok = in_txn and set(tps) <= set(meta.partitions)  # type: ignore[union-attr]
-            error = m.NONE if ok else m.INVALID_TXN_STATE
+            assert meta is not None
+            if meta.state in (s.PREPARE_COMMIT, s.PREPARE_ABORT):
+                error = m.CONCURRENT_TRANSACTIONS
+            elif not set(tps) <= set(meta.partitions):  # only an open transaction has any
+                error = m.INVALID_TXN_STATE
             ctx.emit("txn_verify", transactional_id=txn_id, tps=list(tps), error=error)
             reply(ctx, error)
             return
@@ -261,8 +267,11 @@ class TransactionCoordinator:
 
     def _end_txn(self, ctx: Context, src: Any, req: m.EndTxnRequest) -> None:
         """handleEndTransaction: Ongoing -> PrepareCommit/PrepareAbort is written, the client is
-        answered, markers go to every partition, then CompleteCommit/CompleteAbort. With
-        transaction version 2 (KIP-890 part 2) the epoch is bumped at every end."""
+        answered, markers go to every partition, then CompleteCommit/CompleteAbort. A retry of
+        the same end is answered CONCURRENT_TRANSACTIONS while its markers are written and NONE
+        once it is complete; the other result, or any end in Empty, is INVALID_TXN_STATE (a
+        client sends EndTxn only after it added a partition or offsets). With transaction
+        version 2 (KIP-890 part 2) the epoch is bumped at every end."""
         txn_id = req.transactional_id
         tp, part, error = self._partition_for(txn_id)
 
@@ -279,7 +288,6 @@ class TransactionCoordinator:
             reply(ctx, error)
             return
         assert meta is not None
-        done = s.COMPLETE_COMMIT if req.commit else s.COMPLETE_ABORT
         idle = meta.state in (s.EMPTY, s.COMPLETE_COMMIT, s.COMPLETE_ABORT)
         if idle and not req.commit and self.broker.config.transaction_version >= 2:
             if txn_id in part.pending:
@@ -287,16 +295,19 @@ class TransactionCoordinator:
             else:  # KIP-890 part 2: even an idle abort bumps the epoch
                 self._prepare_end(ctx, tp, part, meta, False, reply)
             return
-        if meta.state == done or (meta.state == s.EMPTY and not req.commit):
-            reply(ctx, m.NONE, meta)  # a retry of an end that already happened
-            return
-        if txn_id in part.pending or meta.state in (s.PREPARE_COMMIT, s.PREPARE_ABORT):
+        if txn_id in part.pending:
             reply(ctx, m.CONCURRENT_TRANSACTIONS)
             return
-        if meta.state != s.ONGOING:
-            reply(ctx, m.INVALID_TXN_STATE)
+        if meta.state == s.ONGOING:
+            self._prepare_end(ctx, tp, part, meta, req.commit, reply)
             return
-        self._prepare_end(ctx, tp, part, meta, req.commit, reply)
+        asked = _COMMIT_STATES if req.commit else _ABORT_STATES
+        if meta.state not in asked:  # Empty, or the other result than the one under way
+            reply(ctx, m.INVALID_TXN_STATE)
+        elif meta.state in (s.COMPLETE_COMMIT, s.COMPLETE_ABORT):
+            reply(ctx, m.NONE, meta)  # a retry of an end that already happened
+        else:
+            reply(ctx, m.CONCURRENT_TRANSACTIONS)  # a retry while the markers are written
 
     def _prepare_end(
         self,
@@ -435,3 +446,5 @@ class TransactionCoordinator:
 
 
 _CAN_ADD = frozenset({s.EMPTY, s.ONGOING, s.COMPLETE_COMMIT, s.COMPLETE_ABORT})
+_COMMIT_STATES = (s.PREPARE_COMMIT, s.COMPLETE_COMMIT)  # where an EndTxn(commit) is a retry
+_ABORT_STATES = (s.PREPARE_ABORT, s.COMPLETE_ABORT)

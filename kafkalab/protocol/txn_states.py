@@ -35,7 +35,7 @@ TXN_STATES: tuple[str, ...] = (
 
 class Transition(NamedTuple):
     """One allowed move: ``source`` -> ``target`` when ``trigger`` happens; ``since`` names the
-    version that added a move (blank: since transactions began, 0.11)."""
+    version that added a move (blank: since transactions began, 0.11.0.0)."""
 
     source: str
     trigger: str
@@ -43,8 +43,10 @@ class Transition(NamedTuple):
     since: str = ""
 
 
-# Every row is written to __transaction_state before it takes effect (Kafka's
-# TransactionStateManager.appendTransactionToLog); a transition whose write fails does not happen.
+# Every row but the moves into PrepareEpochFence is written to __transaction_state before it takes
+# effect (Kafka's TransactionStateManager.appendTransactionToLog); a transition whose write fails
+# does not happen. PrepareEpochFence is only held in memory (prepareFenceProducerEpoch sets the
+# pending state): the first record of a fence is its PrepareAbort, with the bumped epoch.
 TXN_TRANSITIONS: tuple[Transition, ...] = (
     Transition(EMPTY, "InitProducerId", EMPTY),
     Transition(COMPLETE_COMMIT, "InitProducerId", EMPTY),
@@ -55,9 +57,11 @@ TXN_TRANSITIONS: tuple[Transition, ...] = (
     Transition(COMPLETE_ABORT, "AddPartitionsToTxn", ONGOING),
     Transition(ONGOING, "EndTxn(commit)", PREPARE_COMMIT),
     Transition(ONGOING, "EndTxn(abort)", PREPARE_ABORT),
-    Transition(ONGOING, "InitProducerId (fence)", PREPARE_EPOCH_FENCE),
-    Transition(ONGOING, "transaction timeout", PREPARE_EPOCH_FENCE),
-    Transition(PREPARE_EPOCH_FENCE, "abort the fenced transaction", PREPARE_ABORT),
+    # KAFKA-6119 (0.11.0.2, 1.0.0): before, a fence bumped the epoch with no state of its own,
+    # and a timed-out transaction was aborted under its old epoch.
+    Transition(ONGOING, "InitProducerId (fence)", PREPARE_EPOCH_FENCE, "0.11.0.2"),
+    Transition(ONGOING, "transaction timeout", PREPARE_EPOCH_FENCE, "0.11.0.2"),
+    Transition(PREPARE_EPOCH_FENCE, "abort the fenced transaction", PREPARE_ABORT, "0.11.0.2"),
     Transition(PREPARE_COMMIT, "COMMIT markers written", COMPLETE_COMMIT),
     Transition(PREPARE_ABORT, "ABORT markers written", COMPLETE_ABORT),
     # KIP-890 part 2 (transaction version 2, 4.0): an abort with nothing open still bumps the

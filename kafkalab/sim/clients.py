@@ -170,7 +170,8 @@ class ClientSteps:
             self._check_internal(txn_partition(str(txn_id)), "transactional_ids", txn_id)
             values["transaction_version"] = c.config.transaction_version
         try:
-            settings_obj = ProducerSettings(**values)
+            # the client side of KIP-360 follows the release, as the broker side does
+            settings_obj = ProducerSettings(**{**values, "kip360": c.config.kip360})
         except (ConfigError, TypeError) as err:
             raise ActionError(f"producer {name!r}: {err}") from None
         c._step("producer", name=name, settings=values)
