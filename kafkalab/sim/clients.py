@@ -188,6 +188,12 @@ class ClientSteps:
             self._check_internal(
                 offsets_partition(str(values["group_id"])), "groups", values["group_id"]
             )
+        auto_commit = values.get("enable_auto_commit")
+        if auto_commit is not None and not isinstance(auto_commit, bool):
+            raise ActionError(
+                f"consumer {name!r}: enable.auto.commit={auto_commit!r} is not allowed: use true "
+                "or false (unset: true with a group.id)"
+            )
         data = [tp for tp in c.assignment if not tp.startswith("__")]
         tps = tuple(c._tp(p) for p in partitions) if partitions is not None else tuple(data)
         try:
