@@ -17,8 +17,10 @@ behave alike under any schedule (tests/test_explore.py checks it on random sched
 from __future__ import annotations
 
 import hashlib
+import operator
 import random
 import types
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["state_digest"]
@@ -74,29 +76,27 @@ def _sorted(items: Any) -> list[Any]:
 class _Walker:
     """Writes an object graph's canonical form as tokens. Scalars are written as their
     ``repr`` (which already tells ``1``, ``1.0``, ``True`` and ``'1'`` apart); an object seen
-    before is written as a reference to its first visit."""
+    before is written as a reference to its first visit. How each class is written is worked
+    out once per class (:func:`_kind`): a search digests many thousand states of the same
+    classes."""
 
     def __init__(self, out: list[str]) -> None:
         self.out = out
         self.seen: dict[int, int] = {}  # id -> order of first visit
         self.keep: list[Any] = []  # keeps walked objects alive, so ids stay unique
-        self._by_type: dict[type, Any] = {
-            list: self._sequence,
-            tuple: self._sequence,
-            dict: self._dict,
-            set: self._set,
-            frozenset: self._set,
-        }
 
     def walk(self, obj: Any) -> None:
         cls = type(obj)
         if cls in _SCALAR_TYPES:
             self.out.append(repr(obj))
             return
-        if isinstance(obj, _SCALARS):  # a subclass of a scalar type (an enum of ints, say)
+        kind = _KINDS.get(cls)
+        if kind is None:
+            kind = _kind(cls)
+        if kind == _SCALAR_SUBCLASS:  # an enum of ints, say
             self.out.append(f"{cls.__qualname__}:{obj!r}")
             return
-        if isinstance(obj, type):
+        if kind == _TYPE:
             self.out.append(f"type:{obj.__module__}.{obj.__qualname__}")
             return
         seen = self.seen
@@ -106,15 +106,14 @@ class _Walker:
             return
         seen[id(obj)] = len(seen)
         self.keep.append(obj)
-        handler = self._by_type.get(cls)
-        if handler is not None:
-            handler(obj)
-        elif isinstance(obj, (list, tuple)):
+        if kind == _SEQUENCE:
             self._sequence(obj)
-        elif isinstance(obj, dict):
+        elif kind == _DICT:
             self._dict(obj)
-        elif isinstance(obj, (set, frozenset)):
+        elif kind == _SET:
             self._set(obj)
+        elif kind == _OBJECT:
+            self._object(obj)
         else:
             self._other(obj)
 
@@ -132,8 +131,15 @@ class _Walker:
         out, walk = self.out, self.walk
         out.append(f"dict[{len(obj)}")
         for k in _sorted(obj):
-            walk(k)
-            walk(obj[k])
+            if type(k) in _SCALAR_TYPES:
+                out.append(repr(k))
+            else:
+                walk(k)
+            value = obj[k]
+            if type(value) in _SCALAR_TYPES:
+                out.append(repr(value))
+            else:
+                walk(value)
         out.append("]")
 
     def _set(self, obj: Any) -> None:
@@ -173,21 +179,34 @@ class _Walker:
         if cls.__name__ == "Simulation":
             self._simulation(obj)
             return
-        for name, token in _attributes(cls, obj):
-            try:
-                value = getattr(obj, name)
-            except AttributeError:  # a slot never set
-                continue
+        tokens, read = _attributes(cls, obj)
+        try:
+            values = read(obj)
+        except AttributeError:  # a slot never set: read them one by one
+            self._one_by_one(obj, tokens)
+            return
+        for token, value in zip(tokens, values, strict=True):
             out.append(token)
             if type(value) in _SCALAR_TYPES:
                 out.append(repr(value))
             else:
                 walk(value)
 
+    def _one_by_one(self, obj: Any, tokens: tuple[str, ...]) -> None:
+        for token in tokens:
+            try:
+                value = getattr(obj, token[1:])
+            except AttributeError:  # a slot never set
+                continue
+            self.out.append(token)
+            self.walk(value)
+
     def _simulation(self, sim: Any) -> None:
         """The pending entries (the heap and the scheduled calls) in the order they will run,
         without their sequence numbers."""
-        for name, token in _attributes(type(sim), sim):
+        tokens, _ = _attributes(type(sim), sim)
+        for token in tokens:
+            name = token[1:]
             if name in ("_calls", "_next_call"):
                 continue  # walked with the heap, as one queue
             value = getattr(sim, name)
@@ -196,6 +215,31 @@ class _Walker:
                 self.walk([(e[0], *e[2:]) for e in sim.pending_entries()])
             else:
                 self.walk(value)
+
+
+# How the walker writes an instance of a class (its kind), found once per class.
+_SCALAR_SUBCLASS, _TYPE, _SEQUENCE, _DICT, _SET, _OBJECT, _OTHER = range(7)
+_KINDS: dict[type, int] = {}
+_SPECIAL = (random.Random, types.MethodType, types.FunctionType, types.BuiltinMethodType)
+
+
+def _kind(cls: type) -> int:
+    if issubclass(cls, _SCALARS):
+        kind = _SCALAR_SUBCLASS
+    elif issubclass(cls, type):
+        kind = _TYPE
+    elif issubclass(cls, (list, tuple)):
+        kind = _SEQUENCE
+    elif issubclass(cls, dict):
+        kind = _DICT
+    elif issubclass(cls, (set, frozenset)):
+        kind = _SET
+    elif issubclass(cls, (*_SPECIAL, types.ModuleType)):
+        kind = _OTHER
+    else:
+        kind = _OBJECT
+    _KINDS[cls] = kind
+    return kind
 
 
 _CLASS_TOKENS: dict[type, str] = {}
@@ -209,12 +253,13 @@ def _class_token(cls: type) -> str:
 
 
 _ATTRS: dict[type, tuple[str, ...]] = {}
-_NAMED: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+_PLANS: dict[tuple[str, ...], tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
 
 
-def _attributes(cls: type, obj: Any) -> tuple[tuple[str, str], ...]:
-    """An object's attribute names that count (not :data:`_HISTORY`), each with its token: a
-    compiled class's declared ones, its slots along the MRO, and its ``__dict__``, sorted."""
+def _attributes(cls: type, obj: Any) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """An object's attributes that count (not :data:`_HISTORY`): their tokens (``.name``,
+    sorted by name) and a function that reads their values in that order. The names are a
+    compiled class's declared ones, its slots along the MRO, and its ``__dict__``."""
     names = _ATTRS.get(cls)
     if names is None:
         declared: list[str] = list(getattr(cls, "__mypyc_attrs__", ()))
@@ -226,7 +271,19 @@ def _attributes(cls: type, obj: Any) -> tuple[tuple[str, str], ...]:
         )
     extra = getattr(obj, "__dict__", None)
     key = tuple(sorted({*names, *extra})) if extra else names
-    named = _NAMED.get(key)
-    if named is None:
-        named = _NAMED[key] = tuple((n, f".{n}") for n in sorted(key) if n not in _HISTORY)
-    return named
+    plan = _PLANS.get(key)
+    if plan is None:
+        kept = [n for n in sorted(key) if n not in _HISTORY]
+        if len(kept) == 1:
+            one = operator.attrgetter(kept[0])
+            read: Callable[[Any], tuple[Any, ...]] = lambda o: (one(o),)  # noqa: E731
+        elif kept:
+            read = operator.attrgetter(*kept)
+        else:
+            read = _nothing
+        plan = _PLANS[key] = (tuple(f".{n}" for n in kept), read)
+    return plan
+
+
+def _nothing(obj: Any) -> tuple[Any, ...]:
+    return ()
