@@ -403,3 +403,41 @@ def test_kraft_balancing_stops_at_its_cap_and_runs_again_soon(cap: int, runs: in
     back = {e.time_ms for e in c.trace.of_kind("partition_state") if e.data["leader"] == 1}
     assert len(back) == runs
     assert {c.partition_states()[tp].leader for tp in c.partitions()} == {1}
+
+
+# ---- leader balancing in ZooKeeper mode ----------------------------------------------------
+
+
+def _preferred_leader_back(mode: str, interval_ms: int) -> tuple[Cluster, list[int]]:
+    """Broker 1, the preferred leader, crashes at 0 and returns at 19 s caught up; the times
+    at which the controller's imbalance checks move leadership back to it."""
+    config = {"controller_mode": mode, "leader_imbalance_check_interval_ms": interval_ms}
+    c = Cluster(brokers=3, config=config)
+    c.produce("m1")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
+    c.crash(1)
+    c.advance(19000)
+    c.restart(1)
+    for _ in range(3):
+        c.fetch(1)
+    assert (c.leader, c.isr) == (2, [2, 3, 1])
+    c.advance(100000)
+    moved = c.trace.of_kind("partition_state")
+    return c, [e.time_ms for e in moved if e.data["reason"] == "auto_leader_rebalance"]
+
+
+def test_zk_controller_checks_the_imbalance_5_s_after_its_failover() -> None:
+    """KafkaController.onControllerFailover schedules the first check 5 s after the failover
+    (scheduleAutoLeaderRebalanceTask), whatever leader.imbalance.check.interval.seconds says.
+    Broker 2 took over as controller when broker 1's session expired, at 18 s."""
+    c, moved = _preferred_leader_back("zk", 60000)
+    (failover,) = [e for e in c.trace.of_kind("controller_failover") if e.data["controller"] == 2]
+    assert moved == [failover.time_ms + 5000]
+
+
+def test_dedicated_controller_checks_at_5_s_then_every_interval() -> None:
+    """The dedicated controller takes over at 0: checks at 5 s, 25 s, 45 s ...; broker 1 is
+    back and caught up at 19 s, so the check at 25 s moves leadership back."""
+    _, moved = _preferred_leader_back("dedicated", 20000)
+    assert moved == [25000]

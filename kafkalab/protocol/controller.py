@@ -25,6 +25,10 @@ from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZooKeeper
 __all__ = ["CommittedPartition", "Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
 
 AUTO_REBALANCE_TIMER = "controller:auto_leader_rebalance"
+# KafkaController.onControllerFailover: the first leader-imbalance check comes this long after
+# the controller takes over (a fixed 5 s since auto leader rebalancing came, 0.8.1), the next
+# ones leader.imbalance.check.interval.seconds after the previous.
+FIRST_REBALANCE_CHECK_MS = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +97,12 @@ class Controller:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self, ctx: Context) -> None:
+        """Schedule the first leader-imbalance check (scheduleAutoLeaderRebalanceTask), 5 s
+        after this controller took over. The timer carries the controller epoch: a controller
+        that resigned and was elected again does not run its old schedule too (Kafka shuts its
+        scheduler down on resignation)."""
         if self.config.auto_leader_rebalance_enable:
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, AUTO_REBALANCE_TIMER)
+            ctx.set_timer(FIRST_REBALANCE_CHECK_MS, AUTO_REBALANCE_TIMER, self.controller_epoch)
 
     def on_failover(self, ctx: Context) -> None:
         """KafkaController.onControllerFailover: tell every live broker the metadata and the
@@ -131,9 +139,10 @@ class Controller:
         self._flush(ctx)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        if name == AUTO_REBALANCE_TIMER and self.active:
+        if name == AUTO_REBALANCE_TIMER and self.active and data == self.controller_epoch:
             self._auto_rebalance(ctx)
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, AUTO_REBALANCE_TIMER)
+            interval = self.config.leader_imbalance_check_interval_ms
+            ctx.set_timer(interval, AUTO_REBALANCE_TIMER, self.controller_epoch)
             self._flush(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
