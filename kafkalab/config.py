@@ -127,6 +127,12 @@ class Config:
     # the partition's znode itself (conditional on its version) and ZooKeeper told the
     # controller afterwards.
     alter_isr: bool = True
+    # 0.9 to 2.6 (KAFKA-1367, with alter_isr off): a broker tells the controller of the ISR
+    # changes its leaders wrote to ZooKeeper through /isr_change_notification, at most every
+    # 2.5 s and once none came for 5 s (or none was told for 60 s); the controller then
+    # publishes them to the brokers' metadata. Before (0.8), never: the metadata clients read
+    # kept the ISR of the controller's own last change of the partition.
+    isr_change_propagation: bool = True
     # 2.3 (KAFKA-3143): a new ZooKeeper-era controller first takes replicas on dead brokers out
     # of every ISR (a leader epoch bump each), then elects leaders (another bump).
     controller_failover_offlines_replicas: bool = True
@@ -207,6 +213,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             transaction_abort_timed_out_transaction_cleanup_interval_ms=60000,
             controller_failover_offlines_replicas=False,
             alter_isr=False,
+            isr_change_propagation=False,
             zk_writes_fenced_by_controller_epoch=False,
             leader_epoch_on_election=False,
             out_of_range_halts=True,
@@ -222,7 +229,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
         ),
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up
-    ("0.9", dict(replica_lag_max_messages=None, lag_time_from_caught_up=True)),
+    # and KAFKA-1367: ISR changes reach the controller through /isr_change_notification
+    (
+        "0.9",
+        dict(
+            replica_lag_max_messages=None,
+            lag_time_from_caught_up=True,
+            isr_change_propagation=True,
+        ),
+    ),
     # 0.10.2 (KAFKA-4485)
     (
         "0.10",

@@ -74,6 +74,7 @@ __all__ = [
     "ZkElect",
     "ZkElected",
     "ZkHeartbeat",
+    "ZkPartitionState",
     "ZkRegister",
     "ZkRegistered",
     "ZkSessionExpired",
@@ -298,12 +299,26 @@ class AlterIsr:
 
 
 @dataclass(frozen=True, slots=True)
-class IsrChangeNotification:
-    """Before 2.7: ZooKeeper tells the controller that a leader rewrote a partition's ISR
-    (the /isr_change_notification znodes), with the state now stored."""
+class ZkPartitionState:
+    """Before 2.7: a leader rewrote a partition's ISR in ZooKeeper, and this is the state now
+    stored there. ZooKeeper hands it to the controller at once, as a stand-in for the reads of
+    a partition's znode the controller makes before every change of its own
+    (PartitionStateMachine, ReplicaStateMachine): its decisions start from ZooKeeper's state.
+    It is not what the controller publishes: see :class:`IsrChangeNotification`."""
 
     tp: str
     state: Any
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChangeNotification:
+    """0.9 to 2.6: a broker's /isr_change_notification znode naming the partitions whose ISR it
+    rewrote (ReplicaManager.maybePropagateIsrChanges); ZooKeeper's watch hands it to the
+    controller, which reads those partitions and publishes their ISR to every broker's
+    metadata cache (UpdateMetadata)."""
+
+    broker: int
+    partitions: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
