@@ -82,6 +82,8 @@ class Config:
     # 0.10.1 (KIP-74): the most one follower fetch response carries across its partitions; at
     # least one record still, so a record above either limit is replicated.
     replica_fetch_response_max_bytes: int = 10485760
+    # 0.9 (KAFKA-1461): how long a follower waits after a failed fetch; 0 is the 0.8 fetcher,
+    # which had no back-off and sent the next request at once.
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     # Size retention (log.retention.bytes; -1 keeps everything): every
@@ -226,16 +228,19 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             replica_lag_time_max_ms=10000,
             replica_lag_max_messages=4000,
             zookeeper_session_timeout_ms=6000,
+            replica_fetch_backoff_ms=0,  # no back-off before KAFKA-1461
         ),
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up
-    # and KAFKA-1367: ISR changes reach the controller through /isr_change_notification
+    # and KAFKA-1367: ISR changes reach the controller through /isr_change_notification;
+    # KAFKA-1461: the replica fetcher backs off after an error
     (
         "0.9",
         dict(
             replica_lag_max_messages=None,
             lag_time_from_caught_up=True,
             isr_change_propagation=True,
+            replica_fetch_backoff_ms=1000,
         ),
     ),
     # 0.10.2 (KAFKA-4485)
@@ -379,7 +384,6 @@ def _validate(c: Config) -> None:
     for name in (
         "request_timeout_ms",
         "replica_lag_time_max_ms",
-        "replica_fetch_backoff_ms",
         "replica_high_watermark_checkpoint_interval_ms",
         "log_retention_check_interval_ms",
         "zookeeper_session_timeout_ms",
@@ -399,6 +403,11 @@ def _validate(c: Config) -> None:
             f"replica.fetch.wait.max.ms={c.replica_fetch_wait_max_ms} is not allowed: use "
             f"0..replica.lag.time.max.ms ({c.replica_lag_time_max_ms}); 0 answers every fetch "
             "at once"
+        )
+    if c.replica_fetch_backoff_ms < 0:
+        raise ConfigError(
+            f"replica.fetch.backoff.ms={c.replica_fetch_backoff_ms} is not allowed: use a time "
+            ">= 0 ms (0: no back-off after a failed fetch, as before 0.9)"
         )
     if not 0 <= c.leader_imbalance_per_broker_percentage <= 100:
         raise ConfigError(
