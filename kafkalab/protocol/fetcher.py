@@ -63,8 +63,8 @@ class ReplicaFetcher:
                 r.log.log_start_offset,
             )
         ctx.send(r.leader, req)
-        r.fetch_sent_ms = ctx.now
         if self.auto(r):
+            r.fetch_sent_ms = ctx.now
             # The fetcher's request timeout: a lost request or response does not stall it forever.
             r.fetch_deadline_ms = ctx.now + config.request_timeout_ms
             arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
