@@ -12,11 +12,13 @@ from typing import Any
 from kafkalab.protocol.log import RECORD_BYTES, Record
 from kafkalab.protocol.zk_messages import (
     BrokerChange,
+    IsrChangeNotification,
     ZkClose,
     ZkControllerChange,
     ZkElect,
     ZkElected,
     ZkHeartbeat,
+    ZkPartitionState,
     ZkRegister,
     ZkRegistered,
     ZkSessionExpired,
@@ -49,6 +51,7 @@ __all__ = [
     "FetchResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "IsrChangeNotification",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
     "LeaderAndIsr",
@@ -296,29 +299,6 @@ class AlterIsr:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ZkPartitionState:
-    """Before 2.7: a leader rewrote a partition's ISR in ZooKeeper, and this is the state now
-    stored there. ZooKeeper hands it to the controller at once, as a stand-in for the reads of
-    a partition's znode the controller makes before every change of its own
-    (PartitionStateMachine, ReplicaStateMachine): its decisions start from ZooKeeper's state.
-    It is not what the controller publishes: see :class:`IsrChangeNotification`."""
-
-    tp: str
-    state: Any
-
-
-@dataclass(frozen=True, slots=True)
-class IsrChangeNotification:
-    """0.9 to 2.6: a broker's /isr_change_notification znode naming the partitions whose ISR it
-    rewrote (ReplicaManager.maybePropagateIsrChanges); ZooKeeper's watch hands it to the
-    controller, which reads those partitions and publishes their ISR to every broker's
-    metadata cache (UpdateMetadata)."""
-
-    broker: int
-    partitions: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
