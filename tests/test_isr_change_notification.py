@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab import Cluster, make_config
+from kafkalab import Cluster, make_config, scenarios
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import Broker
@@ -144,3 +144,23 @@ def test_the_propagation_task_runs_from_0_9_to_2_6(preset: str, scheduled: bool)
     ctx = Context(0, 1)
     Broker(1, make_config({"preset": preset}), {TP: Disk()}, auto_fetch=False).start(ctx)
     assert any(name == "isr_change_propagation" for _, name, _ in ctx.timers) == scheduled
+
+
+def test_an_expect_block_can_name_the_metadata_isr() -> None:
+    text = """
+name: metadata-lag
+brokers: 3
+config: {preset: "0.9"}
+steps:
+  - produce: m1
+  - {fetch: 2}
+  - {fetch: 3}
+  - {fetch: 2}
+  - {fetch: 3}
+  - produce: m2
+  - advance: 22000
+  - check: {isr: [1], metadata_isr: [3, 2, 1]}
+  - advance: 6000
+expect: {isr: [1], metadata_isr: [1]}
+"""
+    assert scenarios.run(scenarios.parse(text)).ok
