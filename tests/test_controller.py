@@ -13,6 +13,7 @@ from kafkalab import Cluster, make_config, scenarios
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import Broker
+from kafkalab.protocol.controller import AUTO_REBALANCE_TIMER, Controller, PartitionState
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.timed import Fault, RunResult, random_faults, simulate
 from tests.schedules import checked_run, fault_schedules
@@ -441,3 +442,21 @@ def test_dedicated_controller_checks_at_5_s_then_every_interval() -> None:
     back and caught up at 19 s, so the check at 25 s moves leadership back."""
     _, moved = _preferred_leader_back("dedicated", 20000)
     assert moved == [25000]
+
+
+def test_a_controllers_rebalance_timer_is_its_own_epochs() -> None:
+    """The first check is set 5 s ahead and carries the controller epoch; a timer left by an
+    earlier term of the same broker (an older epoch) runs nothing and sets nothing, as Kafka
+    shuts the scheduler down when a controller resigns."""
+    state = PartitionState((1, 2), 2, 1, (1, 2))
+    ctl = Controller(make_config(), {"t-0": state}, 3, live={1: 1, 2: 2})
+    ctx = Context(0, "controller")
+    ctl.start(ctx)
+    assert ctx.timers == [(5000, AUTO_REBALANCE_TIMER, 3)]
+    stale = Context(5000, "controller")
+    ctl.on_timer(stale, AUTO_REBALANCE_TIMER, 2)
+    assert (stale.timers, ctl.partitions["t-0"].leader) == ([], 2)
+    current = Context(5000, "controller")
+    ctl.on_timer(current, AUTO_REBALANCE_TIMER, 3)
+    assert current.timers == [(300000, AUTO_REBALANCE_TIMER, 3)]
+    assert ctl.partitions["t-0"].leader == 1  # broker 1 prefers it and leads none: moved back
