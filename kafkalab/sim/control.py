@@ -192,7 +192,10 @@ class ZooKeeperControlPlane(ControlPlane):
         return dict(self.sim.actors["zk"].partitions)
 
     def metadata_states(self) -> dict[str, CommittedPartition]:
-        """What the latest controller published (brokers keep it while there is none)."""
+        """What the live controller with the highest epoch published. While no broker is
+        controller (its broker crashed, the next not yet elected) this reads ZooKeeper's state,
+        which is fresher than the brokers' caches only if a leader-written ISR change was still
+        waiting for its notification; the next controller publishes everything anyway."""
         controllers = [
             actor.controller
             for actor in self.sim.actors.values()
