@@ -82,6 +82,8 @@ class Config:
     # 0.10.1 (KIP-74): the most one follower fetch response carries across its partitions; at
     # least one record still, so a record above either limit is replicated.
     replica_fetch_response_max_bytes: int = 10485760
+    # 0.9 (KAFKA-1461): how long a follower waits after a failed fetch; 0 is the 0.8 fetcher,
+    # which had no back-off and sent the next request at once.
     replica_fetch_backoff_ms: int = 1000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     # Size retention (log.retention.bytes; -1 keeps everything): every
@@ -127,6 +129,12 @@ class Config:
     # the partition's znode itself (conditional on its version) and ZooKeeper told the
     # controller afterwards.
     alter_isr: bool = True
+    # 0.9 to 2.6 (KAFKA-1367, with alter_isr off): a broker tells the controller of the ISR
+    # changes its leaders wrote to ZooKeeper through /isr_change_notification, at most every
+    # 2.5 s and once none came for 5 s (or none was told for 60 s); the controller then
+    # publishes them to the brokers' metadata. Before (0.8), never: the metadata clients read
+    # kept the ISR of the controller's own last change of the partition.
+    isr_change_propagation: bool = True
     # 2.3 (KAFKA-3143): a new ZooKeeper-era controller first takes replicas on dead brokers out
     # of every ISR (a leader epoch bump each), then elects leaders (another bump).
     controller_failover_offlines_replicas: bool = True
@@ -207,6 +215,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             transaction_abort_timed_out_transaction_cleanup_interval_ms=60000,
             controller_failover_offlines_replicas=False,
             alter_isr=False,
+            isr_change_propagation=False,
             zk_writes_fenced_by_controller_epoch=False,
             leader_epoch_on_election=False,
             out_of_range_halts=True,
@@ -219,10 +228,21 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             replica_lag_time_max_ms=10000,
             replica_lag_max_messages=4000,
             zookeeper_session_timeout_ms=6000,
+            replica_fetch_backoff_ms=0,  # no back-off before KAFKA-1461
         ),
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up
-    ("0.9", dict(replica_lag_max_messages=None, lag_time_from_caught_up=True)),
+    # and KAFKA-1367: ISR changes reach the controller through /isr_change_notification;
+    # KAFKA-1461: the replica fetcher backs off after an error
+    (
+        "0.9",
+        dict(
+            replica_lag_max_messages=None,
+            lag_time_from_caught_up=True,
+            isr_change_propagation=True,
+            replica_fetch_backoff_ms=1000,
+        ),
+    ),
     # 0.10.2 (KAFKA-4485)
     (
         "0.10",
@@ -364,7 +384,6 @@ def _validate(c: Config) -> None:
     for name in (
         "request_timeout_ms",
         "replica_lag_time_max_ms",
-        "replica_fetch_backoff_ms",
         "replica_high_watermark_checkpoint_interval_ms",
         "log_retention_check_interval_ms",
         "zookeeper_session_timeout_ms",
@@ -384,6 +403,11 @@ def _validate(c: Config) -> None:
             f"replica.fetch.wait.max.ms={c.replica_fetch_wait_max_ms} is not allowed: use "
             f"0..replica.lag.time.max.ms ({c.replica_lag_time_max_ms}); 0 answers every fetch "
             "at once"
+        )
+    if c.replica_fetch_backoff_ms < 0:
+        raise ConfigError(
+            f"replica.fetch.backoff.ms={c.replica_fetch_backoff_ms} is not allowed: use a time "
+            ">= 0 ms (0: no back-off after a failed fetch, as before 0.9)"
         )
     if not 0 <= c.leader_imbalance_per_broker_percentage <= 100:
         raise ConfigError(

@@ -13,6 +13,7 @@ from kafkalab import Cluster, make_config, scenarios
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import Broker
+from kafkalab.protocol.controller import AUTO_REBALANCE_TIMER, Controller, PartitionState
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.timed import Fault, RunResult, random_faults, simulate
 from tests.schedules import checked_run, fault_schedules
@@ -403,3 +404,59 @@ def test_kraft_balancing_stops_at_its_cap_and_runs_again_soon(cap: int, runs: in
     back = {e.time_ms for e in c.trace.of_kind("partition_state") if e.data["leader"] == 1}
     assert len(back) == runs
     assert {c.partition_states()[tp].leader for tp in c.partitions()} == {1}
+
+
+# ---- leader balancing in ZooKeeper mode ----------------------------------------------------
+
+
+def _preferred_leader_back(mode: str, interval_ms: int) -> tuple[Cluster, list[int]]:
+    """Broker 1, the preferred leader, crashes at 0 and returns at 19 s caught up; the times
+    at which the controller's imbalance checks move leadership back to it."""
+    config = {"controller_mode": mode, "leader_imbalance_check_interval_ms": interval_ms}
+    c = Cluster(brokers=3, config=config)
+    c.produce("m1")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
+    c.crash(1)
+    c.advance(19000)
+    c.restart(1)
+    for _ in range(3):
+        c.fetch(1)
+    assert (c.leader, c.isr) == (2, [2, 3, 1])
+    c.advance(100000)
+    moved = c.trace.of_kind("partition_state")
+    return c, [e.time_ms for e in moved if e.data["reason"] == "auto_leader_rebalance"]
+
+
+def test_zk_controller_checks_the_imbalance_5_s_after_its_failover() -> None:
+    """KafkaController.onControllerFailover schedules the first check 5 s after the failover
+    (scheduleAutoLeaderRebalanceTask), whatever leader.imbalance.check.interval.seconds says.
+    Broker 2 took over as controller when broker 1's session expired, at 18 s."""
+    c, moved = _preferred_leader_back("zk", 60000)
+    (failover,) = [e for e in c.trace.of_kind("controller_failover") if e.data["controller"] == 2]
+    assert moved == [failover.time_ms + 5000]
+
+
+def test_dedicated_controller_checks_at_5_s_then_every_interval() -> None:
+    """The dedicated controller takes over at 0: checks at 5 s, 25 s, 45 s ...; broker 1 is
+    back and caught up at 19 s, so the check at 25 s moves leadership back."""
+    _, moved = _preferred_leader_back("dedicated", 20000)
+    assert moved == [25000]
+
+
+def test_a_controllers_rebalance_timer_is_its_own_epochs() -> None:
+    """The first check is set 5 s ahead and carries the controller epoch; a timer left by an
+    earlier term of the same broker (an older epoch) runs nothing and sets nothing, as Kafka
+    shuts the scheduler down when a controller resigns."""
+    state = PartitionState((1, 2), 2, 1, (1, 2))
+    ctl = Controller(make_config(), {"t-0": state}, 3, live={1: 1, 2: 2})
+    ctx = Context(0, "controller")
+    ctl.start(ctx)
+    assert ctx.timers == [(5000, AUTO_REBALANCE_TIMER, 3)]
+    stale = Context(5000, "controller")
+    ctl.on_timer(stale, AUTO_REBALANCE_TIMER, 2)
+    assert (stale.timers, ctl.partitions["t-0"].leader) == ([], 2)
+    current = Context(5000, "controller")
+    ctl.on_timer(current, AUTO_REBALANCE_TIMER, 3)
+    assert current.timers == [(300000, AUTO_REBALANCE_TIMER, 3)]
+    assert ctl.partitions["t-0"].leader == 1  # broker 1 prefers it and leads none: moved back

@@ -802,3 +802,55 @@ def test_a_waiting_fetch_updates_the_follower_state_only_when_it_arrives():
     fire(b, "fetch_wait", TP, now=T0 + 510)
     remote = replica(b).remotes[2]
     assert (remote.last_caught_up_ms, remote.last_fetch_ms) == (T0 + 10, T0 + 10)
+
+
+# ---- the replica fetcher's back-off (KAFKA-1461, 0.9) --------------------------------------
+
+
+def _auto_follower(preset: str | None) -> tuple[Broker, m.FetchRequest]:
+    """Broker 2 following broker 1 in timed mode; its first fetch, sent at T0."""
+    config = make_config({"preset": preset}) if preset else make_config()
+    b = new_broker(2, config=config, auto_fetch=True)
+    ctx = deliver(b, leader_and_isr(1, 0, (1, 2, 3)), src=CONTROLLER, now=T0)
+    (req,) = sent(ctx, m.FetchRequest, 1)
+    return b, req
+
+
+def _backoff_timers(ctx: Context) -> list[int]:
+    return [delay for delay, name, _ in ctx.timers if name == "fetch_backoff"]
+
+
+@pytest.mark.parametrize("preset", [None, "0.9"])
+def test_a_refused_fetch_backs_off_replica_fetch_backoff_ms(preset: str | None) -> None:
+    """ReplicaFetcherThread.handlePartitionsWithErrors (0.9 on): delayPartitions by
+    replica.fetch.backoff.ms (1000) before the next fetch."""
+    b, req = _auto_follower(preset)
+    resp = m.FetchResponse(TP, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER)
+    ctx = deliver(b, resp, src=1, now=T0 + 3)
+    assert (sent(ctx, m.FetchRequest), _backoff_timers(ctx)) == ([], [1000])
+
+
+def test_the_0_8_fetcher_fetches_again_at_once_after_an_error() -> None:
+    """0.8.2's AbstractFetcherThread had no back-off: handlePartitionsWithErrors did nothing
+    and doWork sent the next request straight away. On a network without latency (the answer
+    came in the instant the request went) the simulator waits 1 ms so that time passes."""
+    b, req = _auto_follower("0.8")
+    resp = m.FetchResponse(TP, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER)
+    ctx = deliver(b, resp, src=1, now=T0 + 3)
+    (again,) = sent(ctx, m.FetchRequest, 1)
+    assert (again.fetch_offset, _backoff_timers(ctx)) == (0, [])
+    ctx = deliver(
+        b, m.FetchResponse(TP, again.correlation_id, m.NOT_LEADER_OR_FOLLOWER), src=1, now=T0 + 3
+    )
+    assert (sent(ctx, m.FetchRequest), _backoff_timers(ctx)) == ([], [1])
+
+
+@pytest.mark.parametrize(("preset", "backoff"), [(None, [1000]), ("0.9", [1000]), ("0.8", [])])
+def test_an_unanswered_fetch_is_a_failed_fetch(preset: str | None, backoff: list[int]) -> None:
+    """processFetchRequest: a fetch that fails (no answer within the timeout) marks its
+    partitions as failed, which back off (since 0.9); the 0.8 fetcher sent the next at once."""
+    b, _ = _auto_follower(preset)
+    deadline = replica(b).fetch_deadline_ms
+    ctx = fire(b, "fetch_timeout", TP, now=deadline)
+    assert _backoff_timers(ctx) == backoff
+    assert len(sent(ctx, m.FetchRequest, 1)) == (0 if backoff else 1)

@@ -197,7 +197,6 @@ def test_bad_acks_is_an_error_naming_the_allowed_values(bad):
     [
         "request.timeout.ms",
         "replica.lag.time.max.ms",
-        "replica.fetch.backoff.ms",
         "replica.high.watermark.checkpoint.interval.ms",
         "zookeeper.session.timeout.ms",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
@@ -209,6 +208,15 @@ def test_times_must_be_positive(key: str, value: int):
         make_config({key: value})
     assert f"{key}={value}" in str(err.value)
     assert "> 0" in str(err.value)
+
+
+def test_replica_fetch_backoff_may_be_0_but_not_negative():
+    """0 is the 0.8 fetcher, which had no back-off (KAFKA-1461 added it in 0.9)."""
+    assert make_config({"replica.fetch.backoff.ms": 0}).replica_fetch_backoff_ms == 0
+    assert make_config({"preset": "0.8"}).replica_fetch_backoff_ms == 0
+    assert make_config({"preset": "0.9"}).replica_fetch_backoff_ms == 1000
+    with pytest.raises(ConfigError, match=r"replica\.fetch\.backoff\.ms=-1 .*>= 0 ms"):
+        make_config({"replica.fetch.backoff.ms": -1})
 
 
 def test_min_insync_replicas_must_be_at_least_one():

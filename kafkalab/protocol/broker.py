@@ -132,6 +132,7 @@ class Broker:
             "log_retention": replicas.on_log_retention_timer,
             "hw_checkpoint": replicas.on_hw_checkpoint_timer,
             "isr_expiration": replicas.on_isr_expiration_timer,
+            "isr_change_propagation": replicas.on_isr_change_propagation_timer,
             # Timers that fire at the earliest waiting deadline of one partition.
             "produce_timeout": self._deadline(self.purgatory.expire_produces),
             "fetch_wait": self._deadline(self.purgatory.expire_fetches),

@@ -25,6 +25,10 @@ from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZooKeeper
 __all__ = ["CommittedPartition", "Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
 
 AUTO_REBALANCE_TIMER = "controller:auto_leader_rebalance"
+# KafkaController.onControllerFailover: the first leader-imbalance check comes this long after
+# the controller takes over (a fixed 5 s since auto leader rebalancing came, 0.8.1), the next
+# ones leader.imbalance.check.interval.seconds after the previous.
+FIRST_REBALANCE_CHECK_MS = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,11 @@ class Controller:
     ) -> None:
         self.config = config
         self.partitions = dict(partitions)
+        # What the controller last published to the brokers' metadata caches (UpdateMetadata),
+        # which clients read: a new controller reads every partition and publishes it, and each
+        # change it makes is published with it. Before 2.7 a leader's own ISR writes reach it
+        # only through /isr_change_notification, seconds later (0.9 to 2.6), or never (0.8).
+        self.metadata = dict(partitions)
         self.controller_epoch = controller_epoch
         self.live: dict[int, int] = dict(live or {})  # broker -> broker epoch
         self.write_through = write_through
@@ -93,8 +102,12 @@ class Controller:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self, ctx: Context) -> None:
+        """Schedule the first leader-imbalance check (scheduleAutoLeaderRebalanceTask), 5 s
+        after this controller took over. The timer carries the controller epoch: a controller
+        that resigned and was elected again does not run its old schedule too (Kafka shuts its
+        scheduler down on resignation)."""
         if self.config.auto_leader_rebalance_enable:
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, AUTO_REBALANCE_TIMER)
+            ctx.set_timer(FIRST_REBALANCE_CHECK_MS, AUTO_REBALANCE_TIMER, self.controller_epoch)
 
     def on_failover(self, ctx: Context) -> None:
         """KafkaController.onControllerFailover: tell every live broker the metadata and the
@@ -131,9 +144,10 @@ class Controller:
         self._flush(ctx)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        if name == AUTO_REBALANCE_TIMER and self.active:
+        if name == AUTO_REBALANCE_TIMER and self.active and data == self.controller_epoch:
             self._auto_rebalance(ctx)
-            ctx.set_timer(self.config.leader_imbalance_check_interval_ms, AUTO_REBALANCE_TIMER)
+            interval = self.config.leader_imbalance_check_interval_ms
+            ctx.set_timer(interval, AUTO_REBALANCE_TIMER, self.controller_epoch)
             self._flush(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
@@ -155,6 +169,8 @@ class Controller:
             self._on_broker_change(ctx, dict(msg.live))
         elif isinstance(msg, m.AlterIsr):
             self._on_alter_isr(ctx, src, msg)
+        elif isinstance(msg, m.ZkPartitionState):
+            self._on_zk_partition_state(ctx, msg)
         elif isinstance(msg, m.IsrChangeNotification):
             self._on_isr_change_notification(ctx, msg)
         elif isinstance(msg, m.ControlledShutdownRequest):
@@ -301,11 +317,14 @@ class Controller:
         return True
 
     def _store(
-        self, tp: str, old: PartitionState, new: PartitionState, reason: str
+        self, tp: str, old: PartitionState, new: PartitionState, reason: str, publish: bool = True
     ) -> PartitionState:
         """Record a decided partition state (written to ZooKeeper with the event's other
-        changes) and its trace events."""
+        changes) and its trace events; with ``publish`` it also goes to the brokers' metadata
+        caches (the UpdateMetadata that follows every change the controller makes)."""
         self.partitions[tp] = new
+        if publish:
+            self.metadata[tp] = new
         self._changed[tp] = new
         self._read_versions.setdefault(tp, old.partition_epoch)
         self._emit(
@@ -355,7 +374,9 @@ class Controller:
             error = m.NONE
             new = replace(state, isr=req.isr, partition_epoch=state.partition_epoch + 1)
             reason = "expand" if len(req.isr) > len(state.isr) else "shrink"
-            state = self._store(req.tp, state, new, reason)
+            # Before 2.7 this is the leader's own ZooKeeper write, which the dedicated
+            # controller stands beside: the controller publishes it only when notified.
+            state = self._store(req.tp, state, new, reason, publish=self.config.alter_isr)
         self._outbox.append(
             (
                 src,
@@ -365,13 +386,33 @@ class Controller:
             )
         )
 
-    def _on_isr_change_notification(self, ctx: Context, msg: m.IsrChangeNotification) -> None:
-        """Before 2.7: KafkaController's IsrChangeNotification handler reads the state a leader
-        wrote to ZooKeeper into its cache (no write of its own)."""
+    def _on_zk_partition_state(self, ctx: Context, msg: m.ZkPartitionState) -> None:
+        """Before 2.7: the state a leader wrote to ZooKeeper, which the controller would read
+        before any change of its own (see :class:`~kafkalab.protocol.messages.
+        ZkPartitionState`). It is not published: that waits for the notification."""
         current = self.partitions.get(msg.tp)
         if current is None or msg.state.partition_epoch > current.partition_epoch:
             self.partitions[msg.tp] = msg.state
             ctx.emit("metrics", **partition_metrics(self.partitions.values()))
+
+    def _on_isr_change_notification(self, ctx: Context, msg: m.IsrChangeNotification) -> None:
+        """0.9 to 2.6: KafkaController's IsrChangeNotification handler
+        (processIsrChangeNotification) reads the named partitions from ZooKeeper into its cache
+        (updateLeaderAndIsrCache) and sends UpdateMetadata for them to every live broker:
+        clients now see the new ISR."""
+        for tp in msg.partitions:
+            state = self.partitions.get(tp)
+            if state is None or self.metadata.get(tp) == state:
+                continue
+            self.metadata[tp] = state
+            ctx.emit(
+                "metadata_isr",
+                controller=self.address,
+                tp=tp,
+                isr=list(state.isr),
+                leader_epoch=state.leader_epoch,
+                notified_by=msg.broker,
+            )
 
     # ---- controlled shutdown and preferred leaders ------------------------------------------
 

@@ -64,16 +64,20 @@ class ReplicaFetcher:
             )
         ctx.send(r.leader, req)
         if self.auto(r):
+            r.fetch_sent_ms = ctx.now
             # The fetcher's request timeout: a lost request or response does not stall it forever.
             r.fetch_deadline_ms = ctx.now + config.request_timeout_ms
             arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
 
     def fetch_timed_out(self, ctx: Context, r: ReplicaState) -> None:
+        """No answer within the request timeout: a failed fetch like any other
+        (AbstractFetcherThread.processFetchRequest marks every partition as failed and backs
+        them off, since 0.9; the 0.8 fetcher tried again at once)."""
         if r.role != "follower" or r.inflight is None:
             return
         if r.fetch_deadline_ms <= ctx.now:
             r.inflight = None
-            self.send_fetch(ctx, r)
+            self._next_fetch(ctx, r, self._error_backoff_ms(ctx, r))
         else:
             arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
 
@@ -117,7 +121,19 @@ class ReplicaFetcher:
             self.handle_offset_out_of_range(ctx, r, resp.leader_leo)
         else:
             ctx.emit("fetch_error", broker=host.id, tp=r.tp, error=resp.error)
-            self._next_fetch(ctx, r, host.config.replica_fetch_backoff_ms)
+            self._next_fetch(ctx, r, self._error_backoff_ms(ctx, r))
+
+    def _error_backoff_ms(self, ctx: Context, r: ReplicaState) -> int:
+        """How long the fetcher waits after a failed request: replica.fetch.backoff.ms since 0.9
+        (KAFKA-1461, AbstractFetcherThread.delayPartitions). Before (0 here, the 0.8 preset)
+        there was no back-off: the fetcher thread built and sent the next request as soon as it
+        had handled the error, so it was bounded only by the round trip. On a network without
+        latency that round trip takes no simulated time, and the next try goes 1 ms later, so
+        that a leader that keeps refusing does not stop the clock."""
+        backoff = self.host.config.replica_fetch_backoff_ms
+        if backoff == 0 and ctx.now == r.fetch_sent_ms:
+            return 1
+        return backoff
 
     def handle_offset_out_of_range(self, ctx: Context, r: ReplicaState, leader_leo: int) -> None:
         """ReplicaFetcherThread.handleOffsetOutOfRange: a follower ahead of the leader truncates to
@@ -148,7 +164,7 @@ class ReplicaFetcher:
             return
         if resp.error != m.NONE:
             ctx.emit("fetch_error", broker=host.id, tp=r.tp, error=resp.error)
-            self._next_fetch(ctx, r, host.config.replica_fetch_backoff_ms)
+            self._next_fetch(ctx, r, self._error_backoff_ms(ctx, r))
             return
         target, done = host.rules.truncation_offset(
             resp.leader_epoch, resp.end_offset, tuple(r.log.epochs), r.log.leo, r.log.hw

@@ -12,11 +12,13 @@ from typing import Any
 from kafkalab.protocol.log import RECORD_BYTES, Record
 from kafkalab.protocol.zk_messages import (
     BrokerChange,
+    IsrChangeNotification,
     ZkClose,
     ZkControllerChange,
     ZkElect,
     ZkElected,
     ZkHeartbeat,
+    ZkPartitionState,
     ZkRegister,
     ZkRegistered,
     ZkSessionExpired,
@@ -49,6 +51,7 @@ __all__ = [
     "FetchResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "IsrChangeNotification",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
     "LeaderAndIsr",
@@ -74,6 +77,7 @@ __all__ = [
     "ZkElect",
     "ZkElected",
     "ZkHeartbeat",
+    "ZkPartitionState",
     "ZkRegister",
     "ZkRegistered",
     "ZkSessionExpired",
@@ -295,15 +299,6 @@ class AlterIsr:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class IsrChangeNotification:
-    """Before 2.7: ZooKeeper tells the controller that a leader rewrote a partition's ISR
-    (the /isr_change_notification znodes), with the state now stored."""
-
-    tp: str
-    state: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,10 @@ class Partition:
         self.purgatory = purgatory
         self.fetcher = fetcher
         self.coordinators = coordinators
+        # 0.9 to 2.6 (ReplicaManager.recordIsrChange): the partitions whose ISR this broker
+        # wrote to ZooKeeper since its last /isr_change_notification, and when it last did.
+        self.isr_changes: dict[str, None] = {}
+        self.last_isr_change_ms = 0
 
     # ---- becoming leader or follower -----------------------------------------------------
 
@@ -334,6 +338,9 @@ class Partition:
         r.isr = msg.isr
         r.partition_epoch = msg.partition_epoch
         ctx.emit("isr_applied", broker=self.host.id, tp=r.tp, isr=list(msg.isr))
+        if not self.host.config.alter_isr:
+            self.isr_changes[r.tp] = None  # the leader's own ZooKeeper write went through
+            self.last_isr_change_ms = ctx.now
         self.maybe_increment_hw(ctx, r)
         self.purgatory.complete_produces(ctx, r)
 

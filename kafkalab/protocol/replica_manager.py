@@ -24,6 +24,7 @@ from kafkalab.protocol.replica import (
     arm,
     min_isr,
 )
+from kafkalab.protocol.zookeeper import ZOOKEEPER
 
 __all__ = ["READ_COMMITTED", "ReplicaManager"]
 
@@ -37,6 +38,14 @@ _VERIFICATION_ERRORS = {
 }
 READ_COMMITTED = "read_committed"
 
+# ReplicaManager, 0.9.0.0 to 2.6 (KAFKA-1367, KAFKA-2406, KAFKA-2722): fixed in the code, not
+# settings. The "isr-change-propagation" task runs every 2.5 s; it writes a notification once
+# no ISR change came for 5 s (IsrChangePropagationBlackOut), or none was written for 60 s
+# (IsrChangePropagationInterval).
+ISR_CHANGE_PROPAGATION_PERIOD_MS = 2500
+ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
+ISR_CHANGE_PROPAGATION_INTERVAL_MS = 60000
+
 
 class ReplicaManager:
     """The replica manager of one broker: it routes each request to the partition it names."""
@@ -48,6 +57,7 @@ class ReplicaManager:
         # Transactional produce requests waiting for the coordinator's verification (KIP-890).
         # correlation id -> (client, request, the coordinator asked; None: every broker)
         self._verifying: dict[int, tuple[Any, m.ProduceRequest, Any]] = {}
+        self._last_isr_propagation_ms = 0
 
     def become_leader_or_follower(self, ctx: Context, msg: m.LeaderAndIsr) -> None:
         """ReplicaManager.becomeLeaderOrFollower: a request with an older leader epoch than the
@@ -403,6 +413,37 @@ class ReplicaManager:
         if config.retention_bytes >= 0:  # LogManager's "kafka-log-retention" task
             ctx.set_timer(config.log_retention_check_interval_ms, "log_retention")
         ctx.set_timer(self._isr_check_period_ms(), "isr_expiration")
+        self._last_isr_propagation_ms = self.partition.last_isr_change_ms = ctx.now
+        if self._propagates_isr_changes():
+            ctx.set_timer(ISR_CHANGE_PROPAGATION_PERIOD_MS, "isr_change_propagation")
+
+    def _propagates_isr_changes(self) -> bool:
+        """Whether leaders write the ISR to ZooKeeper themselves and tell the controller through
+        /isr_change_notification (0.9 to 2.6; ``isr_change_propagation``, ``alter_isr``)."""
+        config = self.host.config
+        return config.isr_change_propagation and not config.alter_isr and not self.host.kraft
+
+    def on_isr_change_propagation_timer(self, ctx: Context, name: str, data: Any) -> None:
+        """ReplicaManager.maybePropagateIsrChanges: when ISR changes wait and either none came
+        in the last 5 s or none was propagated in the last 60 s, write one notification naming
+        them all. A busy broker's changes so reach the controller, and the brokers' metadata,
+        seconds late."""
+        if not self._propagates_isr_changes():
+            return
+        ctx.set_timer(ISR_CHANGE_PROPAGATION_PERIOD_MS, "isr_change_propagation")
+        partition, now = self.partition, ctx.now
+        quiet = partition.last_isr_change_ms + ISR_CHANGE_PROPAGATION_BLACKOUT_MS < now
+        overdue = self._last_isr_propagation_ms + ISR_CHANGE_PROPAGATION_INTERVAL_MS < now
+        if not partition.isr_changes or not (quiet or overdue):
+            return
+        tps = tuple(sorted(partition.isr_changes))
+        partition.isr_changes.clear()
+        self._last_isr_propagation_ms = now
+        ctx.emit("isr_change_notification", broker=self.host.id, tps=list(tps))
+        target = (
+            ZOOKEEPER if self.host.config.controller_mode == "zk" else self.host.controller_address
+        )
+        ctx.send(target, m.IsrChangeNotification(self.host.id, tps), hold=True)
 
     def on_hw_checkpoint_timer(self, ctx: Context, name: str, data: Any) -> None:
         for r in self.host.partitions.values():

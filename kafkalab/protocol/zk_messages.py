@@ -1,6 +1,7 @@
 """The messages between brokers, the controller and ZooKeeper in the ZooKeeper era: sessions,
-registrations, the /controller race, and the controller's znode writes. They are part of
-:mod:`kafkalab.protocol.messages`, which re-exports them."""
+registrations, the /controller race, the controller's znode writes, and the ISR changes
+leaders write themselves (before 2.7). They are part of :mod:`kafkalab.protocol.messages`,
+which re-exports them."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any
 
 __all__ = [
     "BrokerChange",
+    "IsrChangeNotification",
     "ZkClose",
     "ZkControllerChange",
     "ZkElect",
     "ZkElected",
     "ZkHeartbeat",
+    "ZkPartitionState",
     "ZkRegister",
     "ZkRegistered",
     "ZkSessionExpired",
@@ -109,3 +112,26 @@ class BrokerChange:
     broker's epoch (the czxid of its registration znode)."""
 
     live: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ZkPartitionState:
+    """Before 2.7: a leader rewrote a partition's ISR in ZooKeeper, and this is the state now
+    stored there. ZooKeeper hands it to the controller at once, as a stand-in for the reads of
+    a partition's znode the controller makes before every change of its own
+    (PartitionStateMachine, ReplicaStateMachine): its decisions start from ZooKeeper's state.
+    It is not what the controller publishes: see :class:`IsrChangeNotification`."""
+
+    tp: str
+    state: Any
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChangeNotification:
+    """0.9 to 2.6: a broker's /isr_change_notification znode naming the partitions whose ISR it
+    rewrote (ReplicaManager.maybePropagateIsrChanges); ZooKeeper's watch hands it to the
+    controller, which reads those partitions and publishes their ISR to every broker's
+    metadata cache (UpdateMetadata)."""
+
+    broker: int
+    partitions: tuple[str, ...]

@@ -63,6 +63,8 @@ class ZooKeeper:
             self._write(ctx, src, msg)
         elif isinstance(msg, m.AlterIsr):
             self._leader_isr_write(ctx, src, msg)
+        elif isinstance(msg, m.IsrChangeNotification):
+            self._isr_change_notification(ctx, msg)
 
     def _register(self, ctx: Context, src: Any, broker: int) -> None:
         old = self.sessions.get(broker)
@@ -192,7 +194,7 @@ class ZooKeeper:
                 controller_epoch=self.controller_epoch,
             )
             if self.controller is not None:
-                _send(ctx, self.controller[0], m.IsrChangeNotification(req.tp, state))
+                _send(ctx, self.controller[0], m.ZkPartitionState(req.tp, state))
         response = m.AlterIsrResponse(
             req.tp,
             error,
@@ -201,6 +203,13 @@ class ZooKeeper:
             () if state is None else state.isr,
         )
         _send(ctx, src, response)
+
+    def _isr_change_notification(self, ctx: Context, msg: m.IsrChangeNotification) -> None:
+        """A broker created an /isr_change_notification/isr_change_N znode: the controller's
+        watch on that path fires and it reads the notification. Without a controller nobody
+        reads it; the next one reads every partition when it takes over anyway."""
+        if self.controller is not None:
+            _send(ctx, self.controller[0], msg)
 
 
 def _send(ctx: Context, dst: Any, msg: Any) -> None:

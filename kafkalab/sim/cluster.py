@@ -480,6 +480,17 @@ class Cluster:
         """Every partition's committed leader, leader epoch and ISR, by partition name."""
         return self.control.partition_states()
 
+    def metadata_states(self) -> dict[str, CommittedPartition]:
+        """Every partition's leader, leader epoch and ISR as the brokers' metadata caches hold
+        them, which is what clients (and kafka-topics --describe) see. Before 2.7 a leader's
+        own ISR changes reach them seconds late (0.9 to 2.6), or not at all (0.8)."""
+        return self.control.metadata_states()
+
+    @property
+    def metadata_isr(self) -> list[int]:
+        """The partition's ISR as clients see it in metadata (see :meth:`metadata_states`)."""
+        return list(self.metadata_states()[self.tp].isr)
+
     def partitions(self) -> list[str]:
         """The partition names, such as "demo-0"."""
         return list(self.assignment)

@@ -22,6 +22,7 @@ from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.controller import (
     CommittedPartition,
+    Controller,
     ControllerNode,
     PartitionState,
     ZooKeeper,
@@ -93,6 +94,12 @@ class ControlPlane:
         """Every partition's committed leader, leader epoch and ISR."""
         raise NotImplementedError
 
+    def metadata_states(self) -> dict[str, CommittedPartition]:
+        """Every partition's state as the controller last published it to the brokers'
+        metadata caches, which clients read. In KRaft the brokers apply the committed records
+        themselves: the committed state."""
+        return self.partition_states()
+
     @property
     def controller(self) -> Any:
         """The controller now, or None while there is none."""
@@ -159,6 +166,9 @@ class DedicatedControlPlane(ControlPlane):
     def partition_states(self) -> dict[str, CommittedPartition]:
         return dict(self.sim.actors["controller"].partitions)
 
+    def metadata_states(self) -> dict[str, CommittedPartition]:
+        return dict(self.sim.actors["controller"].controller.metadata)
+
     @property
     def controller(self) -> Any:
         return "controller"
@@ -180,6 +190,21 @@ class ZooKeeperControlPlane(ControlPlane):
 
     def partition_states(self) -> dict[str, CommittedPartition]:
         return dict(self.sim.actors["zk"].partitions)
+
+    def metadata_states(self) -> dict[str, CommittedPartition]:
+        """What the live controller with the highest epoch published. While no broker is
+        controller (its broker crashed, the next not yet elected) this reads ZooKeeper's state,
+        which is fresher than the brokers' caches only if a leader-written ISR change was still
+        waiting for its notification; the next controller publishes everything anyway."""
+        controllers = [
+            actor.controller
+            for actor in self.sim.actors.values()
+            if isinstance(getattr(actor, "controller", None), Controller)
+        ]
+        if not controllers:
+            return self.partition_states()
+        latest = max(controllers, key=lambda c: c.controller_epoch)
+        return dict(latest.metadata)
 
     @property
     def controller(self) -> Any:

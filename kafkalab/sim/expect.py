@@ -29,7 +29,7 @@ class StateSource(Protocol):
 STATE_KEYS = (*STATE_READERS, *(f.name for f in fields(Report)))
 # Keys whose value maps each broker to something (`hw: {1: 3}`).
 BROKER_MAPS = tuple(PER_REPLICA)
-_AS_SETS = ("isr", "running", "acked", "lost_acked", "maximal_isr")
+_AS_SETS = ("isr", "metadata_isr", "running", "acked", "lost_acked", "maximal_isr")
 _AS_ENTRY_SETS = ("rejected_requests", "fenced_markers")
 
 

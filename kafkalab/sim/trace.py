@@ -54,6 +54,10 @@ EVENT_KINDS: dict[str, str] = {
     "hw": "a replica's high watermark changed (old, new)",
     "alter_isr": "a leader asked the controller to change the ISR (isr, reason)",
     "isr_applied": "a leader applied an ISR change the controller committed (isr)",
+    "isr_change_notification": "0.9 to 2.6: a broker told the controller, through "
+    "/isr_change_notification, of the ISR changes it wrote to ZooKeeper (tps)",
+    "metadata_isr": "0.9 to 2.6: the controller published a leader-written ISR to the brokers' "
+    "metadata caches, which clients read (tp, isr, leader_epoch, notified_by)",
     "became_leader": "a broker took leadership in an epoch (leader_epoch, isr, leo, hw)",
     "became_follower": "a broker follows a leader in an epoch (leader, leader_epoch)",
     "stale_leader_and_isr": "a broker ignored a LeaderAndIsr with an older leader epoch",

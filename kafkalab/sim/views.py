@@ -170,6 +170,7 @@ STATE_READERS: dict[str, Callable[[_Reading], Any]] = {
     "leader": lambda r: r.cluster.leader,
     "leader_epoch": lambda r: r.cluster.leader_epoch,
     "isr": lambda r: r.cluster.isr,
+    "metadata_isr": lambda r: r.cluster.metadata_isr,
     "running": lambda r: r.cluster.running(),
     **{key: _replica_reader(get) for key, get in PER_REPLICA.items()},
     **{key: _in_flight_reader(key) for key in ("pending_isr", "maximal_isr")},
