@@ -241,6 +241,31 @@ def test_before_3_3_a_kraft_isr_expansion_gave_every_isr_member_a_fresh_lag_wind
     assert _kraft_isr_growth(False) is None
 
 
+def _joins_after_a_same_epoch_change(only_new_epoch: bool) -> bool:
+    """Broker 3 reaches the HW (1) but not the LEO (2) after a partition change of the leader's
+    own epoch that kept the ISR."""
+    config = make_config(
+        {"controller_mode": "kraft", "reset_followers_only_on_new_epoch": only_new_epoch}
+    )
+    b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
+    deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
+    produce(b, "m1")
+    fetch(b, 2, 0)
+    fetch(b, 2, 1)
+    produce(b, "m2")
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 1, (1, 2, 3)), now=T0 + 1000)
+    ctx = fetch(b, 3, 1, now=T0 + 2000)
+    return bool(sent(ctx, m.AlterIsr))
+
+
+def test_before_3_3_a_kraft_partition_change_moved_the_epoch_start_a_joiner_must_reach() -> None:
+    """Partition.makeLeader set leaderEpochStartOffsetOpt to the LEO on every change before
+    3.3 (KAFKA-13790); Partition.isFollowerInSync requires it (KAFKA-7128)."""
+    assert _joins_after_a_same_epoch_change(True)
+    assert not _joins_after_a_same_epoch_change(False)
+
+
 def test_a_zookeeper_era_broker_ignores_a_leader_and_isr_of_its_own_epoch() -> None:
     """ReplicaManager.becomeLeaderOrFollower: the same leader epoch is answered
     STALE_CONTROLLER_EPOCH, nothing reset, before 3.3 as after."""

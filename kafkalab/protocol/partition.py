@@ -93,8 +93,10 @@ class Partition:
 
     def reset_on_same_epoch(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """The pre-3.3 KRaft leader's makeLeader of its own epoch (:meth:`resets_on_same_epoch`):
-        the ISR change, and every follower's state reset as on a re-election."""
+        the ISR change, every follower's state reset as on a re-election, and the epoch's start
+        offset, which a follower must reach to join the ISR, moved to the LEO."""
         self._reset_remotes(ctx, r, msg, new_leader=False)
+        r.epoch_start_override = r.log.leo
         if msg.partition_epoch > r.partition_epoch:
             self.update_partition(ctx, r, msg)
         else:
@@ -234,6 +236,7 @@ class Partition:
             self.fetcher.send_fetch(ctx, r)
 
     def _set_partition_state(self, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        r.epoch_start_override = None
         r.leader = msg.leader
         r.leader_epoch = msg.leader_epoch
         r.isr = msg.isr
@@ -312,13 +315,16 @@ class Partition:
     ) -> None:
         """Partition.maybeExpandIsr / isFollowerInSync: a follower outside the ISR joins once its
         LEO reaches the HW and (since 2.0.1, KAFKA-7128) the start of the leader's current
-        epoch, if (since 3.3, KAFKA-13916) it may be in the ISR at all."""
+        epoch (Partition.leaderEpochStartOffsetOpt; :meth:`reset_on_same_epoch` moves it), if
+        (since 3.3, KAFKA-13916) it may be in the ISR at all."""
         config = self.host.config
         if follower in r.isr or r.alter_isr_pending:
             return
         if config.isr_join_only_eligible and not self.isr_eligible(follower, remote):
             return
-        epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
+        epoch_start = r.epoch_start_override
+        if epoch_start is None:
+            epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
         if not config.isr_join_after_epoch_start:
             epoch_start = 0
         if remote.leo >= r.log.hw and remote.leo >= epoch_start:
