@@ -678,3 +678,37 @@ def test_retention_settings_are_validated() -> None:
         make_config({"retention.bytes": -5})
     with pytest.raises(Exception, match=r"segment.bytes=10 is not allowed: use at least 100"):
         make_config({"segment.bytes": 10})
+
+
+# ---- the replica fetcher and a leader that dies ---------------------------------------------
+
+
+def _replicated_after_a_bounce(lose_unflushed: bool) -> tuple[int, list[str]]:
+    """Leader 1 (ZooKeeper mode) crashes at 5 s and is back at 8 s before its session expires,
+    so it leads again and its followers get no new LeaderAndIsr; m1 is written at 9 s. When
+    broker 2 has m1, and the errors its fetcher saw."""
+    c = Cluster(brokers=3, mode="timed", config={"controller_mode": "zk"}, leader=1)
+    c.advance(5000)
+    c.crash(1, lose_unflushed=lose_unflushed)
+    c.advance(3000)
+    c.restart(1)
+    c.advance(1000)
+    c.produce("m1")
+    c.advance(40000)
+    assert c.leader == 1
+    copied = [e.time_ms for e in c.trace.of_kind("replicate") if e.node == "2"]
+    errors = [e.data["error"] for e in c.trace.of_kind("fetch_error") if e.node == "2"]
+    return copied[0], errors
+
+
+def test_a_follower_learns_at_once_that_its_leaders_process_died() -> None:
+    """NetworkClient fails a request whose connection broke, and a new connection to a dead
+    process is refused; the fetcher backs off replica.fetch.backoff.ms and tries again
+    (AbstractFetcherThread.processFetchRequest). Only a power loss, whose host sends nothing,
+    leaves the follower waiting for its request timeout (30 s)."""
+    copied_ms, errors = _replicated_after_a_bounce(False)
+    assert copied_ms < 11_000
+    assert errors[:3] == [m.NETWORK_EXCEPTION] * 3, "at the crash, then one refusal a second"
+    copied_ms, errors = _replicated_after_a_bounce(True)
+    assert copied_ms > 30_000
+    assert m.NETWORK_EXCEPTION not in errors

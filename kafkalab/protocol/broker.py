@@ -97,6 +97,7 @@ class Broker:
             m.LeaderAndIsr: self._on_leader_and_isr,
             m.UpdateMetadata: self._on_update_metadata,
             m.AlterIsrResponse: partition.on_alter_isr_response,
+            m.ConnectionClosed: fetcher.on_connection_closed,
             m.ZkSessionExpired: life.on_session_expired,
             m.ZkRegistered: life.on_registered,
             m.ZkControllerChange: life.on_controller_change,
@@ -172,6 +173,11 @@ class Broker:
             self.lifecycle.controller.handle(ctx, src, msg)
         elif isinstance(msg, m.AlterIsr):
             ctx.send(src, m.AlterIsrResponse(msg.tp, m.NOT_CONTROLLER, -1, -1, ()))
+
+    def awaits_answer_from(self, peer: Any) -> bool:
+        """Whether a request of this broker's replica fetcher waits for ``peer``'s answer (the
+        network tells it when that connection breaks)."""
+        return self.fetcher.awaits_answer_from(peer)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         handler = self._timers.get(name)

@@ -36,6 +36,7 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerRegistration",
     "BrokerRegistrationResponse",
+    "ConnectionClosed",
     "ConsumerFetchRequest",
     "ConsumerFetchResponse",
     "ControlledShutdownRequest",
@@ -112,6 +113,20 @@ CONCURRENT_TRANSACTIONS = "CONCURRENT_TRANSACTIONS"
 PRODUCER_FENCED = "PRODUCER_FENCED"
 TRANSACTION_COORDINATOR_FENCED = "TRANSACTION_COORDINATOR_FENCED"
 INVALID_TXN_STATE = "INVALID_TXN_STATE"
+# NetworkClient's disconnected response (an IOException in the replica fetcher), not an error
+# code a broker sends.
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed:
+    """What a node's network layer tells it when its connection to ``peer`` broke: the peer's
+    process died and its host reset the connection, or refused a new one. No request sent to
+    ``peer`` at or before ``at_ms`` will be answered (NetworkClient hands back a disconnected
+    response at once)."""
+
+    peer: int | str
+    at_ms: int
 
 
 # The four messages of every produce and fetch write their __init__ out (init=False): the

@@ -98,6 +98,7 @@ class ReplicaState:
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     inflight: int | None = None  # correlation id of the follower's outstanding request
     fetch_deadline_ms: int = 0  # when the outstanding request times out (timed mode)
+    fetch_sent_ms: int = 0  # when it was sent
     armed: dict[str, int] = field(default_factory=dict)  # timer name -> when it fires
 
 
