@@ -127,8 +127,9 @@ class Broker:
             AUTO_REBALANCE_TIMER: life.on_controller_timer,
             "stop_timeout": life.on_stop_timer,
             "shutdown_retry": life.on_shutdown_retry_timer,
-            "shutdown_heartbeat": life.on_shutdown_heartbeat_timer,
             "kraft_heartbeat": life.on_kraft_heartbeat_timer,
+            "kraft_heartbeat_timeout": life.on_kraft_heartbeat_timeout,
+            "kraft_channel_retry": life.on_kraft_channel_retry,
             "zk_heartbeat": life.on_zk_heartbeat_timer,
             "log_retention": replicas.on_log_retention_timer,
             "hw_checkpoint": replicas.on_hw_checkpoint_timer,
@@ -243,11 +244,14 @@ class Broker:
         self.live_brokers = frozenset(msg.live_brokers)
         self.shutting_down_brokers = frozenset(msg.shutting_down)
         self.live_broker_epochs = dict(msg.live_broker_epochs)
-        if msg.controller is not None:
+        if msg.controller is not None and msg.controller != self.controller_address:
             self.controller_address = msg.controller
+            self.lifecycle.controller_moved(ctx)
+        self.lifecycle.applied(msg.metadata_offset)
 
     def _on_leader_and_isr(self, ctx: Context, src: Any, msg: m.LeaderAndIsr) -> None:
         if self.lifecycle.accepts(ctx, src, msg):
+            self.lifecycle.applied(msg.metadata_offset)
             self.replica_manager.become_leader_or_follower(ctx, msg)
 
     def _on_init_producer_id(self, ctx: Context, src: Any, msg: m.InitProducerIdRequest) -> None:

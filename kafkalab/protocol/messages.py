@@ -286,6 +286,7 @@ class LeaderAndIsr:
     partition_epoch: int
     replicas: tuple[int, ...]
     broker_epoch: int = -1  # the target broker's epoch as the controller knows it (KIP-380)
+    metadata_offset: int = -1  # KRaft: the metadata log committed up to here (its stand-in)
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +298,7 @@ class UpdateMetadata:
     # KRaft's metadata image: brokers in controlled shutdown, and each live broker's epoch.
     shutting_down: tuple[int, ...] = ()
     live_broker_epochs: tuple[tuple[int, int], ...] = ()
+    metadata_offset: int = -1  # KRaft: the metadata log committed up to here (its stand-in)
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,6 +554,7 @@ class BrokerRegistration:
 @dataclass(frozen=True, slots=True)
 class BrokerRegistrationResponse:
     broker_epoch: int
+    metadata_offset: int = -1  # the metadata log committed up to here when it was sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,6 +562,8 @@ class BrokerHeartbeat:
     broker: int
     broker_epoch: int
     want_shutdown: bool = False
+    # currentMetadataOffset: the last metadata record this broker has applied (-1: none)
+    metadata_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,6 +571,7 @@ class BrokerHeartbeatResponse:
     error: str
     fenced: bool
     shutdown_ready: bool
+    metadata_offset: int = -1  # the metadata log committed up to here when it was sent
 
 
 # ---- offsets and deletion (clients) -----------------------------------------------------------
