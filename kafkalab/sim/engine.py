@@ -5,8 +5,10 @@ workload's and the fault schedule's steps, nearly all known before the run start
 sorted list beside it, and the loop takes whichever of the two comes first. Both share one
 sequence, so the order is the one a single heap would give, while the heap stays small.
 Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut. Messages
-on one link arrive in the order they were sent (TCP). One seed drives every random draw, split
-into named streams so that adding a fault type does not change the network's draws.
+on one link arrive in the order they were sent (TCP). When a process dies on a host that stays
+up, the host resets its connections: the actors that await its answers are told. One seed
+drives every random draw, split into named streams so that adding a fault type does not change
+the network's draws.
 """
 
 from __future__ import annotations
