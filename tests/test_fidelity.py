@@ -209,13 +209,11 @@ def test_until_0_9_a_re_elected_leader_forgot_its_followers_leos(preset: str, hw
     assert b.partitions[TP].log.hw == 1
 
 
-def _kraft_isr_growth(only_new_epoch: bool) -> list[int] | None:
+def _kraft_isr_growth(preset: str) -> list[int] | None:
     """A KRaft leader (epoch 0, ISR 1, 2) hears from broker 2 last at T0, before m1; broker 3
     joins the ISR at T0 + 20 s (same leader epoch, next partition epoch). The ISR its check at
     T0 + 35 s asks for, if any (replica.lag.time.max.ms 30 s)."""
-    config = make_config(
-        {"controller_mode": "kraft", "reset_followers_only_on_new_epoch": only_new_epoch}
-    )
+    config = make_config({"preset": preset, "controller_mode": "kraft"})
     b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
     deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
     deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
@@ -237,16 +235,14 @@ def test_before_3_3_a_kraft_isr_expansion_gave_every_isr_member_a_fresh_lag_wind
     partition this broker led; KAFKA-13790 (3.3.0) resets the followers only on a new leader
     epoch. Broker 2 stopped fetching at T0: 35 s later it is out, unless broker 3's join at
     T0 + 20 s restarted its window."""
-    assert _kraft_isr_growth(True) == [1, 3]
-    assert _kraft_isr_growth(False) is None
+    assert _kraft_isr_growth("3.3") == [1, 3]
+    assert _kraft_isr_growth("3.0") is None
 
 
-def _joins_after_a_same_epoch_change(only_new_epoch: bool) -> bool:
+def _joins_after_a_same_epoch_change(preset: str) -> bool:
     """Broker 3 reaches the HW (1) but not the LEO (2) after a partition change of the leader's
     own epoch that kept the ISR."""
-    config = make_config(
-        {"controller_mode": "kraft", "reset_followers_only_on_new_epoch": only_new_epoch}
-    )
+    config = make_config({"preset": preset, "controller_mode": "kraft"})
     b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
     deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
     deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
@@ -262,8 +258,8 @@ def _joins_after_a_same_epoch_change(only_new_epoch: bool) -> bool:
 def test_before_3_3_a_kraft_partition_change_moved_the_epoch_start_a_joiner_must_reach() -> None:
     """Partition.makeLeader set leaderEpochStartOffsetOpt to the LEO on every change before
     3.3 (KAFKA-13790); Partition.isFollowerInSync requires it (KAFKA-7128)."""
-    assert _joins_after_a_same_epoch_change(True)
-    assert not _joins_after_a_same_epoch_change(False)
+    assert _joins_after_a_same_epoch_change("3.3")
+    assert not _joins_after_a_same_epoch_change("3.0")
 
 
 def test_a_zookeeper_era_broker_ignores_a_leader_and_isr_of_its_own_epoch() -> None:
