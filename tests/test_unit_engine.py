@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from kafkalab.protocol.actor import Context
-from kafkalab.protocol.messages import ConnectionClosed
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.sim.engine import Simulation, draw_between
 from kafkalab.sim.timed import Fault, Workload, simulate
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.protocol.commands import FetchNow, Reconfigure, Stop
 from kafkalab.protocol.controller import AUTO_REBALANCE_TIMER, Controller
 from kafkalab.protocol.coordinator import Coordinator
@@ -97,7 +97,7 @@ class Broker:
             m.LeaderAndIsr: self._on_leader_and_isr,
             m.UpdateMetadata: self._on_update_metadata,
             m.AlterIsrResponse: partition.on_alter_isr_response,
-            m.ConnectionClosed: fetcher.on_connection_closed,
+            ConnectionClosed: fetcher.on_connection_closed,
             m.ZkSessionExpired: life.on_session_expired,
             m.ZkRegistered: life.on_registered,
             m.ZkControllerChange: life.on_controller_change,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.protocol.commands import FetchNow
 from kafkalab.protocol.host import BrokerHost
 from kafkalab.protocol.producer_state import ProducerStateManager
@@ -85,7 +85,7 @@ class ReplicaFetcher:
         """Whether a request sent on its own (timed mode) waits for ``peer``'s answer."""
         return any(self._waits_on(r, peer) and self.auto(r) for r in self.host.partitions.values())
 
-    def on_connection_closed(self, ctx: Context, src: Any, msg: m.ConnectionClosed) -> None:
+    def on_connection_closed(self, ctx: Context, src: Any, msg: ConnectionClosed) -> None:
         """The connection to the leader broke (its process died) or was refused: NetworkClient
         fails the request at once, and AbstractFetcherThread marks the partitions failed and
         backs off replica.fetch.backoff.ms (processFetchRequest; maybeTruncate for

@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafkalab.protocol.actor import Context
-from kafkalab.protocol.messages import ConnectionClosed
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.sim.trace import Event, Trace
 
 __all__ = ["Simulation", "collector_paused", "draw_between"]
