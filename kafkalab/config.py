@@ -68,6 +68,18 @@ class Config:
     # the ISR only; before, of every follower, so one outside the ISR whose next fetch reached
     # the re-election LEO counted as caught up at the re-election (and held the HW back).
     reset_fetch_time_by_isr: bool = True
+    # 0.10.2 (KAFKA-4485): a new leader epoch gives each follower in the new ISR a fresh lag
+    # window and every other follower none; before, a follower's last caught-up time stayed as
+    # it was (from when this broker first heard of the partition, or the follower's last
+    # catch-up here), so a broker that became leader could drop followers at its first check.
+    make_leader_resets_caught_up: bool = True
+    # 0.8 (until KAFKA-2721, 0.9.0.0): a leader forgot its followers' LEOs on every new leader
+    # epoch, also one of its own re-election; since, only when it newly leads.
+    reelected_leader_forgets_leos: bool = False
+    # 3.3 (KAFKA-13790): only a new leader epoch resets the followers' state; before, in KRaft,
+    # every partition change naming the broker as leader did (an ISR expansion too), so each ISR
+    # member got a fresh lag window whenever the ISR grew.
+    reset_followers_only_on_new_epoch: bool = True
     # 1.1 (KAFKA-5642): the controller never removes the last member of an ISR; before, it kept
     # it only with unclean leader election off, and emptied the ISR otherwise.
     isr_keeps_last_member: bool = True
@@ -210,6 +222,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             isr_keeps_follower_at_leo=False,
             isr_keeps_last_member=False,
             reset_fetch_time_by_isr=False,
+            make_leader_resets_caught_up=False,
+            reelected_leader_forgets_leos=True,
+            reset_followers_only_on_new_epoch=False,
             isr_join_after_epoch_start=False,
             isr_join_only_eligible=False,
             transaction_abort_timed_out_transaction_cleanup_interval_ms=60000,
@@ -231,8 +246,8 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             replica_fetch_backoff_ms=0,  # no back-off before KAFKA-1461
         ),
     ),
-    # KAFKA-1546: one rule, the time since the follower last caught up
-    # and KAFKA-1367: ISR changes reach the controller through /isr_change_notification;
+    # KAFKA-1546: one rule, the time since the follower last caught up; KAFKA-2721;
+    # KAFKA-1367: ISR changes reach the controller through /isr_change_notification;
     # KAFKA-1461: the replica fetcher backs off after an error
     (
         "0.9",
@@ -241,6 +256,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             lag_time_from_caught_up=True,
             isr_change_propagation=True,
             replica_fetch_backoff_ms=1000,
+            reelected_leader_forgets_leos=False,
         ),
     ),
     # 0.10.2 (KAFKA-4485)
@@ -250,6 +266,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             hw_includes_caught_up_followers=True,
             isr_check_half_lag=True,
             caught_up_from_previous_fetch=True,
+            make_leader_resets_caught_up=True,
         ),
     ),
     ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
@@ -289,11 +306,13 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("2.7", dict(alter_isr=True)),  # KIP-497
     # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
     ("3.0", dict(enable_idempotence=True, acks="all")),
-    # a5f7c82a867; KAFKA-13916; no back-off after the last controlled shutdown attempt (3.1)
+    # a5f7c82a867; KAFKA-13916; KAFKA-13790; no back-off after the last controlled shutdown
+    # attempt (3.1)
     (
         "3.3",
         dict(
             reset_fetch_time_by_isr=True,
+            reset_followers_only_on_new_epoch=True,
             isr_join_only_eligible=True,
             controlled_shutdown_backoff_after_last_attempt=False,
         ),

@@ -321,8 +321,10 @@ def _kraft_node(c: Cluster) -> Any:
 def test_kraft_controlled_shutdown_answers_not_yet_then_lets_the_broker_go_and_fences_it() -> None:
     """BrokerHeartbeatManager: the first heartbeat of a leader asking to stop puts it in
     controlled shutdown (its leadership moves) and is answered "not yet"; the next, 50 ms later
-    (BrokerLifecycleManager), finds it leading nothing: it may stop, and it is fenced at once
-    instead of a session timeout later."""
+    (BrokerLifecycleManager), finds it leading nothing, but brokers 2 and 3 have not yet said
+    in a heartbeat that they applied the records that moved it (lowestActiveOffset). They do an
+    interval later, and broker 1's next heartbeat may stop: it is fenced at once instead of a
+    session timeout later."""
     c = Cluster(brokers=3, config={"controller_mode": "kraft"})
     start, mark = c.now, len(c.trace.events)
     c.stop(1)
@@ -332,11 +334,56 @@ def test_kraft_controlled_shutdown_answers_not_yet_then_lets_the_broker_go_and_f
         if e.kind == "deliver" and e.node == "1"
         if isinstance(e.data["msg"], m.BrokerHeartbeatResponse)
     ]
-    assert answers[:2] == [False, True]
+    assert answers == [False, False, True]
     (stopped,) = c.trace.of_kind("stopped")
-    assert stopped.time_ms - start >= 50
+    interval = c.config.broker_heartbeat_interval_ms
+    assert stopped.time_ms - start == 50 + interval
     assert c.leader == 2
     assert _kraft_node(c).brokers[1].fenced
+
+
+def test_kraft_a_silent_broker_holds_up_a_controlled_shutdown_until_it_is_fenced() -> None:
+    """BrokerHeartbeatManager.lowestActiveOffset counts every unfenced broker: broker 3, paused,
+    reports nothing past the shutdown's records until the controller fences it
+    (broker.session.timeout.ms after its last heartbeat)."""
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    c.pause(3)
+    start = c.now
+    c.stop(1)
+    c.advance(20000)
+    (stopped,) = c.trace.of_kind("stopped")
+    (fenced,) = [e for e in c.trace.of_kind("broker_fenced") if e.data["broker"] == 3]
+    assert stopped.time_ms > fenced.time_ms
+    assert stopped.time_ms - start > c.config.broker_session_timeout_ms - 2000
+
+
+def test_kraft_heartbeats_go_an_interval_after_each_answer() -> None:
+    """BrokerLifecycleManager.scheduleNextCommunicationAfterSuccess: the period is the interval
+    plus the round trip, not a fixed clock."""
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"}, latency_ms=(5, 5), mode="timed")
+    c.advance(10000)
+    sent_ms = [
+        e.time_ms
+        for e in c.trace.of_kind("send")
+        if e.node == "2" and isinstance(e.data["msg"], m.BrokerHeartbeat)
+    ]
+    gaps = {b - a for a, b in zip(sent_ms[-4:], sent_ms[-3:], strict=False)}
+    assert gaps == {c.config.broker_heartbeat_interval_ms + 10}
+
+
+def test_kraft_an_unanswered_heartbeat_is_sent_again_after_the_channel_timeout() -> None:
+    """The heartbeat channel gives up after broker.session.timeout.ms / 2 (KAFKA-14392); the
+    next heartbeat follows 100 ms later (resendExponentialBackoff)."""
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    c.disconnect(2, "zk")
+    start = c.now
+    c.advance(8000)
+    sent_ms = [  # lost on the cut links
+        e.time_ms
+        for e in c.trace.of_kind("drop")
+        if e.node == "2" and isinstance(e.data["msg"], m.BrokerHeartbeat) and e.time_ms > start
+    ]
+    assert sent_ms[1] - sent_ms[0] == c.config.broker_session_timeout_ms // 2 + 100
 
 
 def test_kraft_a_broker_that_leads_nothing_may_stop_at_its_first_heartbeat() -> None:

@@ -162,6 +162,115 @@ def test_every_new_leader_epoch_resets_the_view_of_each_follower() -> None:
     assert remotes[3].leo == 1, "a re-elected leader keeps what it knows of the LEOs"
 
 
+def _isr_check_after_taking_over(preset: str, *, follower_3_fetches: bool) -> list[int] | None:
+    """Broker 1 follows broker 2 from T0, leads from T0 + 20 s (broker 2 died), and runs its
+    ISR check before broker 3 has fetched from it (or, with
+    ``follower_3_fetches``, right after broker 3's first fetch). The ISR it asks for, if any."""
+    b = Broker(1, make_config({"preset": preset}), {TP: Disk()}, auto_fetch=False)
+    deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
+    deliver(b, m.LeaderAndIsr(TP, 1, 2, 0, (1, 2, 3), 0, (1, 2, 3)))
+    takeover = T0 + 20_000
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 1, (1, 3), 1, (1, 2, 3)), now=takeover)
+    if follower_3_fetches:
+        fetch(b, 3, 0, now=takeover + 5)
+    ctx = Context(takeover + 10, 1)
+    b.on_timer(ctx, "isr_expiration", None)
+    alters = sent(ctx, m.AlterIsr)
+    return list(alters[0].isr) if alters else None
+
+
+@pytest.mark.parametrize(("preset", "isr"), [("0.9", [1]), ("0.10", None)])
+def test_before_0_10_2_a_new_leader_drops_a_follower_at_its_first_check(
+    preset: str, isr: list[int] | None
+) -> None:
+    """Partition.makeLeader: 0.9.0 to 0.10.1 only forgot the followers' LEOs, so broker 3's
+    last caught-up time was still when broker 1 first heard of the partition, 20 s before;
+    0.10.2 (KAFKA-4485, Replica.resetLastCaughtUpTime) gives an ISR member a fresh window."""
+    assert _isr_check_after_taking_over(preset, follower_3_fetches=False) == isr
+    assert _isr_check_after_taking_over(preset, follower_3_fetches=True) is None, (
+        "a fetch at the new leader's LEO catches it up in every release"
+    )
+
+
+@pytest.mark.parametrize(("preset", "hw"), [("0.8", 0), ("0.9", 1)])
+def test_until_0_9_a_re_elected_leader_forgot_its_followers_leos(preset: str, hw: int) -> None:
+    """Partition.makeLeader reset the remote LEOs on every new leader epoch in 0.8; since
+    KAFKA-2721 (0.9.0.0) only when the broker newly leads. Broker 3, which held the HW back,
+    leaves the ISR: a 0.9 leader advances the HW to broker 2's LEO at once, a 0.8 leader waits
+    for broker 2's next fetch."""
+    b = leader(make_config({"preset": preset}), isr=(1, 2, 3))
+    produce(b, "m1")
+    fetch(b, 2, 0)
+    fetch(b, 2, 1)
+    assert b.partitions[TP].log.hw == 0, "broker 3 has not fetched m1"
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 1, (1, 2), 1, (1, 2, 3)), now=T0 + 500)
+    assert b.partitions[TP].log.hw == hw
+    fetch(b, 2, 1, now=T0 + 600)
+    assert b.partitions[TP].log.hw == 1
+
+
+def _kraft_isr_growth(preset: str) -> list[int] | None:
+    """A KRaft leader (epoch 0, ISR 1, 2) hears from broker 2 last at T0, before m1; broker 3
+    joins the ISR at T0 + 20 s (same leader epoch, next partition epoch). The ISR its check at
+    T0 + 35 s asks for, if any (replica.lag.time.max.ms 30 s)."""
+    config = make_config({"preset": preset, "controller_mode": "kraft"})
+    b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
+    deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
+    fetch(b, 2, 0)
+    produce(b, "m1", now=T0 + 1)
+    fetch(b, 3, 1, now=T0 + 20_000)  # broker 3 has caught up: AlterPartition adds it
+    joined = m.AlterIsrResponse(TP, m.NONE, 0, 1, (1, 2, 3))
+    deliver(b, joined, src="c1", now=T0 + 20_000)
+    # then the committed record (its LeaderAndIsr stand-in), of the same partition epoch
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 1, (1, 2, 3)), now=T0 + 20_000)
+    ctx = Context(T0 + 35_000, 1)
+    b.on_timer(ctx, "isr_expiration", None)
+    alters = sent(ctx, m.AlterIsr)
+    return list(alters[0].isr) if alters else None
+
+
+def test_before_3_3_a_kraft_isr_expansion_gave_every_isr_member_a_fresh_lag_window() -> None:
+    """ReplicaManager.applyLocalLeadersDelta ran Partition.makeLeader for every change of a
+    partition this broker led; KAFKA-13790 (3.3.0) resets the followers only on a new leader
+    epoch. Broker 2 stopped fetching at T0: 35 s later it is out, unless broker 3's join at
+    T0 + 20 s restarted its window."""
+    assert _kraft_isr_growth("3.3") == [1, 3]
+    assert _kraft_isr_growth("3.0") is None
+
+
+def _joins_after_a_same_epoch_change(preset: str) -> bool:
+    """Broker 3 reaches the HW (1) but not the LEO (2) after a partition change of the leader's
+    own epoch that kept the ISR."""
+    config = make_config({"preset": preset, "controller_mode": "kraft"})
+    b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
+    deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
+    produce(b, "m1")
+    fetch(b, 2, 0)
+    fetch(b, 2, 1)
+    produce(b, "m2")
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 1, (1, 2, 3)), now=T0 + 1000)
+    ctx = fetch(b, 3, 1, now=T0 + 2000)
+    return bool(sent(ctx, m.AlterIsr))
+
+
+def test_before_3_3_a_kraft_partition_change_moved_the_epoch_start_a_joiner_must_reach() -> None:
+    """Partition.makeLeader set leaderEpochStartOffsetOpt to the LEO on every change before
+    3.3 (KAFKA-13790); Partition.isFollowerInSync requires it (KAFKA-7128)."""
+    assert _joins_after_a_same_epoch_change("3.3")
+    assert not _joins_after_a_same_epoch_change("3.0")
+
+
+def test_a_zookeeper_era_broker_ignores_a_leader_and_isr_of_its_own_epoch() -> None:
+    """ReplicaManager.becomeLeaderOrFollower: the same leader epoch is answered
+    STALE_CONTROLLER_EPOCH, nothing reset, before 3.3 as after."""
+    b = leader(make_config({"preset": "3.0"}), isr=(1, 2))
+    fetch(b, 2, 0)
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 1, (1, 2, 3)), now=T0 + 20_000)
+    assert b.partitions[TP].remotes[2].last_caught_up_ms == T0
+
+
 # ---- the ISR rules by release -------------------------------------------------------------------
 
 
@@ -565,3 +674,37 @@ def test_retention_settings_are_validated() -> None:
         make_config({"retention.bytes": -5})
     with pytest.raises(Exception, match=r"segment.bytes=10 is not allowed: use at least 100"):
         make_config({"segment.bytes": 10})
+
+
+# ---- the replica fetcher and a leader that dies ---------------------------------------------
+
+
+def _replicated_after_a_bounce(lose_unflushed: bool) -> tuple[int, list[str]]:
+    """Leader 1 (ZooKeeper mode) crashes at 5 s and is back at 8 s before its session expires,
+    so it leads again and its followers get no new LeaderAndIsr; m1 is written at 9 s. When
+    broker 2 has m1, and the errors its fetcher saw."""
+    c = Cluster(brokers=3, mode="timed", config={"controller_mode": "zk"}, leader=1)
+    c.advance(5000)
+    c.crash(1, lose_unflushed=lose_unflushed)
+    c.advance(3000)
+    c.restart(1)
+    c.advance(1000)
+    c.produce("m1")
+    c.advance(40000)
+    assert c.leader == 1
+    copied = [e.time_ms for e in c.trace.of_kind("replicate") if e.node == "2"]
+    errors = [e.data["error"] for e in c.trace.of_kind("fetch_error") if e.node == "2"]
+    return copied[0], errors
+
+
+def test_a_follower_learns_at_once_that_its_leaders_process_died() -> None:
+    """NetworkClient fails a request whose connection broke, and a new connection to a dead
+    process is refused; the fetcher backs off replica.fetch.backoff.ms and tries again
+    (AbstractFetcherThread.processFetchRequest). Only a power loss, whose host sends nothing,
+    leaves the follower waiting for its request timeout (30 s)."""
+    copied_ms, errors = _replicated_after_a_bounce(False)
+    assert copied_ms < 11_000
+    assert errors[:3] == [m.NETWORK_EXCEPTION] * 3, "at the crash, then one refusal a second"
+    copied_ms, errors = _replicated_after_a_bounce(True)
+    assert copied_ms > 30_000
+    assert m.NETWORK_EXCEPTION not in errors

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.sim.engine import Simulation, draw_between
 from kafkalab.sim.timed import Fault, Workload, simulate
 
@@ -367,3 +367,52 @@ def test_release_empties_a_finished_run_so_reference_counting_frees_it() -> None
     finally:
         gc.enable()
     assert left[True] * 3 < left[False], left
+
+
+# ---- a process that dies resets its connections -------------------------------------------------
+
+
+class Waiter(Recorder):
+    """A Recorder that awaits an answer from "b"."""
+
+    def awaits_answer_from(self, peer: Any) -> bool:
+        return peer == "b"
+
+
+def _waiter_and_b(**kwargs: Any) -> tuple[Simulation, Waiter]:
+    sim = Simulation(seed=1, latency_ms=(3, 3), **kwargs)
+    a = Waiter()
+    sim.add("a", a, "host-a")
+    sim.add("b", Recorder(), "host-b")
+    return sim, a
+
+
+def _closed(a: Recorder) -> list[tuple[int, Any]]:
+    return [(t, msg.at_ms) for t, _, msg in a.received if isinstance(msg, ConnectionClosed)]
+
+
+def test_a_crashed_process_resets_the_connections_of_those_awaiting_it() -> None:
+    """The host stays up: the waiter hears at once (one latency later), and a request it sends
+    afterwards is refused the same way; a power loss tells nobody anything."""
+    sim, a = _waiter_and_b()
+    sim.run_until(10)
+    sim.remove("b", host_up=True)
+    sim.run_until(20)
+    assert _closed(a) == [(13, 10)]
+    sim.command("a", ("b", Ping(1)))
+    sim.run_until(40)
+    assert _closed(a)[1:] == [(26, 23)]
+    assert ("Ping(n=1)", "refused") in [(repr(m), r) for m, r in drops(sim)]
+    sim, a = _waiter_and_b()
+    sim.remove("b")
+    sim.command("a", ("b", Ping(1)))
+    sim.run_until(40)
+    assert _closed(a) == []
+
+
+def test_a_reset_does_not_cross_a_cut_link() -> None:
+    sim, a = _waiter_and_b()
+    sim.set_link("host-a", "host-b", False)
+    sim.remove("b", host_up=True)
+    sim.run_until(40)
+    assert _closed(a) == []

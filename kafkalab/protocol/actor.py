@@ -7,9 +7,21 @@ done. The simulation carries the effects out after the handler returns, so the a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Context"]
+__all__ = ["ConnectionClosed", "Context"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed:
+    """What the network tells an actor when its connection to ``peer`` broke: the peer's
+    process died and its host reset the connection, or refused a new one. No request sent to
+    ``peer`` at or before ``at_ms`` will be answered (Kafka's NetworkClient hands back a
+    disconnected response at once)."""
+
+    peer: int | str
+    at_ms: int
 
 
 class Context:

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.protocol.commands import FetchNow, Reconfigure, Stop
 from kafkalab.protocol.controller import AUTO_REBALANCE_TIMER, Controller
 from kafkalab.protocol.coordinator import Coordinator
@@ -97,6 +97,7 @@ class Broker:
             m.LeaderAndIsr: self._on_leader_and_isr,
             m.UpdateMetadata: self._on_update_metadata,
             m.AlterIsrResponse: partition.on_alter_isr_response,
+            ConnectionClosed: fetcher.on_connection_closed,
             m.ZkSessionExpired: life.on_session_expired,
             m.ZkRegistered: life.on_registered,
             m.ZkControllerChange: life.on_controller_change,
@@ -126,8 +127,9 @@ class Broker:
             AUTO_REBALANCE_TIMER: life.on_controller_timer,
             "stop_timeout": life.on_stop_timer,
             "shutdown_retry": life.on_shutdown_retry_timer,
-            "shutdown_heartbeat": life.on_shutdown_heartbeat_timer,
             "kraft_heartbeat": life.on_kraft_heartbeat_timer,
+            "kraft_heartbeat_timeout": life.on_kraft_heartbeat_timeout,
+            "kraft_channel_retry": life.on_kraft_channel_retry,
             "zk_heartbeat": life.on_zk_heartbeat_timer,
             "log_retention": replicas.on_log_retention_timer,
             "hw_checkpoint": replicas.on_hw_checkpoint_timer,
@@ -173,6 +175,11 @@ class Broker:
             self.lifecycle.controller.handle(ctx, src, msg)
         elif isinstance(msg, m.AlterIsr):
             ctx.send(src, m.AlterIsrResponse(msg.tp, m.NOT_CONTROLLER, -1, -1, ()))
+
+    def awaits_answer_from(self, peer: Any) -> bool:
+        """Whether a request of this broker's replica fetcher waits for ``peer``'s answer (the
+        network tells it when that connection breaks)."""
+        return self.fetcher.awaits_answer_from(peer)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         handler = self._timers.get(name)
@@ -238,11 +245,14 @@ class Broker:
         self.live_brokers = frozenset(msg.live_brokers)
         self.shutting_down_brokers = frozenset(msg.shutting_down)
         self.live_broker_epochs = dict(msg.live_broker_epochs)
-        if msg.controller is not None:
+        if msg.controller is not None and msg.controller != self.controller_address:
             self.controller_address = msg.controller
+            self.lifecycle.controller_moved(ctx)
+        self.lifecycle.applied(msg.metadata_offset)
 
     def _on_leader_and_isr(self, ctx: Context, src: Any, msg: m.LeaderAndIsr) -> None:
         if self.lifecycle.accepts(ctx, src, msg):
+            self.lifecycle.applied(msg.metadata_offset)
             self.replica_manager.become_leader_or_follower(ctx, msg)
 
     def _on_init_producer_id(self, ctx: Context, src: Any, msg: m.InitProducerIdRequest) -> None:

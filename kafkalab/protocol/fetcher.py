@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.protocol.commands import FetchNow
 from kafkalab.protocol.host import BrokerHost
 from kafkalab.protocol.producer_state import ProducerStateManager
@@ -63,6 +63,7 @@ class ReplicaFetcher:
                 r.log.log_start_offset,
             )
         ctx.send(r.leader, req)
+        r.fetch_sent_ms = ctx.now
         if self.auto(r):
             r.fetch_sent_ms = ctx.now
             # The fetcher's request timeout: a lost request or response does not stall it forever.
@@ -80,6 +81,26 @@ class ReplicaFetcher:
             self._next_fetch(ctx, r, self._error_backoff_ms(ctx, r))
         else:
             arm(ctx, r, "fetch_timeout", r.fetch_deadline_ms)
+
+    def _waits_on(self, r: ReplicaState, peer: Any) -> bool:
+        return r.role == "follower" and r.leader == peer and r.inflight is not None
+
+    def awaits_answer_from(self, peer: Any) -> bool:
+        """Whether a request sent on its own (timed mode) waits for ``peer``'s answer."""
+        return any(self._waits_on(r, peer) and self.auto(r) for r in self.host.partitions.values())
+
+    def on_connection_closed(self, ctx: Context, src: Any, msg: ConnectionClosed) -> None:
+        """The connection to the leader broke (its process died) or was refused: NetworkClient
+        fails the request at once, and AbstractFetcherThread marks the partitions failed and
+        backs off replica.fetch.backoff.ms (processFetchRequest; maybeTruncate for
+        OffsetsForLeaderEpoch). The same in every release: 0.8's SimpleConsumer tried one
+        reconnection, then failed too. A request sent after ``msg.at_ms`` went on a new
+        connection and waits on."""
+        for r in self.host.partitions.values():
+            if self._waits_on(r, msg.peer) and self.auto(r) and r.fetch_sent_ms <= msg.at_ms:
+                r.inflight = None
+                ctx.emit("fetch_error", broker=self.host.id, tp=r.tp, error=m.NETWORK_EXCEPTION)
+                self._next_fetch(ctx, r, self.host.config.replica_fetch_backoff_ms)
 
     def on_backoff_timer(self, ctx: Context, name: str, tp: str) -> None:
         r = self.host.partitions[tp]

@@ -12,13 +12,15 @@ What the active controller does (ClusterControlManager, ReplicationControlManage
 - a broker registers (BrokerRegistrationRequest) and starts fenced; its broker epoch is the
   offset of its registration record. A broker that registers again while its old incarnation
   was still unfenced shut down uncleanly: it is fenced first (KAFKA-18106);
-- brokers heartbeat every broker.heartbeat.interval.ms; a fenced broker that heartbeats is
-  unfenced; one silent for broker.session.timeout.ms is fenced: its leaderships move and it
-  leaves the ISRs (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`; without ELR the
-  last member of an ISR stays in it);
+- brokers heartbeat broker.heartbeat.interval.ms after each answer, saying how far they have
+  applied the metadata log; a fenced broker that heartbeats is unfenced; one silent for
+  broker.session.timeout.ms is fenced: its leaderships move and it leaves the ISRs
+  (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`; without ELR the last member of
+  an ISR stays in it);
 - AlterPartition from leaders, where a fenced or shutting-down replica may not join (KIP-841);
 - controlled shutdown through the heartbeat (wantShutDown): leaderships move first, and the
-  broker is told it may stop once it leads nothing; it is then fenced;
+  broker is told it may stop once it leads nothing and every active broker has applied the
+  records that moved them; it is then fenced;
 - preferred-leader elections, on request and, with auto.leader.rebalance.enable, for every
   partition whose leader is not its preferred replica (KAFKA-13682, 3.2).
 
@@ -55,6 +57,7 @@ FENCE_CHECK_MS = 1000
 # ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE: the most partition changes one leader
 # balancing run makes; the rest wait for a run scheduled BALANCE_AGAIN_MS later.
 MAX_ELECTIONS_PER_IMBALANCE = 1000
+NO_LIMIT = 2**62  # lowestActiveOffset with no active broker (Long.MAX_VALUE)
 BALANCE_AGAIN_MS = 10  # QuorumController: an "immediate" run still waits 10 ms
 
 
@@ -122,6 +125,9 @@ class KRaftNode:
         # BrokerHeartbeatManager's controlledShutdownOffset: where each broker in controlled
         # shutdown entered it (the last record of that heartbeat's changes).
         self._shutdown_offsets: dict[int, int] = {}
+        # BrokerHeartbeatManager's metadataOffset: the last record each broker said, in its
+        # latest heartbeat, it has applied (-1: none yet, or no heartbeat to this controller).
+        self._metadata_offsets: dict[int, int] = {}
         self._balance_scheduled = False  # a leader balancing run is pending
         self._balance_again = False  # the last run stopped at its cap: the next one comes soon
         self._balance_token = 0  # identifies the pending run's timer
@@ -189,7 +195,7 @@ class KRaftNode:
         # Answers first: a registering broker learns its epoch before its partitions' state.
         for offset in [o for o in self._replies if o < self.raft.hw]:
             for dst, msg in self._replies.pop(offset):
-                ctx.send(dst, msg, hold=True)
+                ctx.send(dst, self._with_offset(msg), hold=True)
         for record in self.raft.committed()[self.applied :]:
             self.applied = record.offset + 1
             self._apply(ctx, record)
@@ -224,6 +230,7 @@ class KRaftNode:
         self.active = True
         self.last_contact = dict.fromkeys(self.brokers, ctx.now)
         self._shutdown_offsets = {}  # a new BrokerHeartbeatManager
+        self._metadata_offsets = {}
         ctx.emit("controller_elected", broker=self.id, controller_epoch=self.controller_epoch)
         ctx.emit(
             "controller_failover",
@@ -264,6 +271,7 @@ class KRaftNode:
             self.id,
             shutting_down=tuple(b for b in live if self.brokers[b].shutting_down),
             live_broker_epochs=tuple((b, self.brokers[b].broker_epoch) for b in live),
+            metadata_offset=self.raft.hw - 1,
         )
         for b in sorted(self.brokers):
             ctx.send(b, replace(msg, broker_epoch=self.brokers[b].broker_epoch), hold=True)
@@ -279,6 +287,7 @@ class KRaftNode:
             reg.isr,
             reg.partition_epoch,
             reg.replicas,
+            metadata_offset=self.raft.hw - 1,
         )
         for b in reg.replicas:
             if b in self.brokers and (only is None or b == only):
@@ -369,6 +378,7 @@ class KRaftNode:
         if info is not None and not req.clean_shutdown:
             self._forget_elr(ctx, req.broker)
         self._shutdown_offsets.pop(req.broker, None)
+        self._metadata_offsets.pop(req.broker, None)
         epoch = self.raft.leo
         offset = self._append(ctx, RegisterBrokerRecord(req.broker, epoch))
         self.brokers[req.broker] = BrokerInfo(epoch)
@@ -402,9 +412,10 @@ class KRaftNode:
             offset = self._set_broker(ctx, hb.broker, fenced=False, shutting_down=False)
             self._elect_where_possible(ctx)
             offset = max(offset, self.raft.leo - 1)
+        self._metadata_offsets[hb.broker] = hb.metadata_offset  # touch
         reply = m.BrokerHeartbeatResponse(m.NONE, self.brokers[hb.broker].fenced, ready)
         if offset is None:
-            ctx.send(src, reply)
+            ctx.send(src, self._with_offset(reply))
         else:
             self._replies.setdefault(offset, []).append((src, reply))
 
@@ -413,13 +424,13 @@ class KRaftNode:
         Fenced, or unfenced and leading nothing: it may stop now, and is fenced. Unfenced and
         leading: it enters controlled shutdown, its leaderships move and it leaves the ISRs,
         and the answer is "not yet". In controlled shutdown: it may stop once it leads nothing
-        and the records that moved its leaderships are committed (Kafka waits until every
-        active broker has fetched them). Returns the offset the answer waits for, and whether
-        the broker may stop."""
+        and every active broker has said in a heartbeat that it applied the records that moved
+        them (:meth:`_lowest_active_offset`). Returns the offset the answer waits for, and
+        whether the broker may stop."""
         info = self.brokers[broker]
         leads = any(self._current(tp).leader == broker for tp in self.partitions)
         if broker in self._shutdown_offsets:
-            if leads or self._shutdown_offsets[broker] >= self.raft.hw:
+            if leads or self._shutdown_offsets[broker] > self._lowest_active_offset():
                 return None, False
         elif not info.fenced and leads:
             offset = None
@@ -429,6 +440,24 @@ class KRaftNode:
             self._shutdown_offsets[broker] = self.raft.leo - 1 if offset is None else offset
             return offset, False
         return self._fence(ctx, broker), True
+
+    def _lowest_active_offset(self) -> int:
+        """BrokerHeartbeatManager.lowestActiveOffset: the lowest metadata offset reported by an
+        unfenced broker that is not in controlled shutdown (no such broker: no limit). Brokers
+        report only what they applied, so what it passes is committed."""
+        active = [
+            self._metadata_offsets.get(b, -1)
+            for b, info in self.brokers.items()
+            if not info.fenced and b not in self._shutdown_offsets
+        ]
+        return min(active, default=NO_LIMIT)
+
+    def _with_offset(self, msg: Any) -> Any:
+        """A broker's answer, carrying how far the metadata log is committed: by the time it
+        arrives the broker would have fetched that far."""
+        if isinstance(msg, (m.BrokerHeartbeatResponse, m.BrokerRegistrationResponse)):
+            return replace(msg, metadata_offset=self.raft.hw - 1)
+        return msg
 
     def _fence(self, ctx: Context, broker: int) -> int:
         """ReplicationControlManager.handleBrokerFenced: the broker's leaderships move and it

@@ -25,6 +25,13 @@ KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300000
 # BrokerLifecycleManager: after the first "not yet" to a heartbeat that asks to shut down, the
 # next heartbeat goes after 50 ms instead of a whole heartbeat interval.
 KRAFT_FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS = 50
+# BrokerLifecycleManager.resendExponentialBackoff: after a heartbeat or registration that got
+# no answer, the next goes 100 ms later, doubling with each failure up to
+# broker.session.timeout.ms (Kafka adds 2 % jitter; kafkalab leaves it out).
+KRAFT_RESEND_BACKOFF_MS = 100
+# NodeToControllerRequestThread.doWork: with no active controller known, the channel looks for
+# one again 100 ms later.
+KRAFT_CHANNEL_RETRY_MS = 100
 
 
 class BrokerLifecycle:
@@ -46,13 +53,28 @@ class BrokerLifecycle:
         self._attempt_target: Any = None
         self._awaiting = False
         self._pending_answered = False
+        # KRaft: the last metadata record this broker has applied, as the messages standing in
+        # for the metadata log told it (BrokerLifecycleManager's highestMetadataOffsetProvider).
+        self.metadata_offset = -1
+        # KRaft heartbeats (BrokerLifecycleManager): the scheduled one (its token), whether a
+        # heartbeat or registration awaits its answer (which one), failures in a row, and
+        # whether the next one goes as soon as the answer comes.
+        self._heartbeat_token = 0
+        self._heartbeat_inflight = False
+        self._heartbeat_request = 0
+        self._heartbeat_failures = 0
+        self._heartbeat_immediate = False
+
+    def applied(self, metadata_offset: int) -> None:
+        """The broker has applied the metadata log up to ``metadata_offset``."""
+        if metadata_offset > self.metadata_offset:
+            self.metadata_offset = metadata_offset
 
     def start(self, ctx: Context) -> None:
         """KafkaServer.startup (BrokerServer in KRaft): register, and start the heartbeats."""
         host, config = self.host, self.host.config
         if host.kraft:
-            ctx.send(host.controller_address, m.BrokerRegistration(host.id, host.clean_restart))
-            ctx.set_timer(config.broker_heartbeat_interval_ms, "kraft_heartbeat")
+            self._send_heartbeat(ctx)  # the registration
         else:
             ctx.send(ZOOKEEPER, m.ZkRegister(host.id))
             ctx.set_timer(config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
@@ -78,8 +100,36 @@ class BrokerLifecycle:
         ctx.set_timer(host.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
 
     def on_kraft_heartbeat_timer(self, ctx: Context, name: str, data: Any) -> None:
-        self._send_heartbeat(ctx)
-        ctx.set_timer(self.host.config.broker_heartbeat_interval_ms, "kraft_heartbeat")
+        """BrokerLifecycleManager's CommunicationEvent: a later scheduling replaced this one, or
+        an answer is still awaited (then the next heartbeat goes as soon as it comes)."""
+        if data != self._heartbeat_token:
+            return
+        if self._heartbeat_inflight:
+            self._heartbeat_immediate = True
+        else:
+            self._send_heartbeat(ctx)
+
+    def on_kraft_heartbeat_timeout(self, ctx: Context, name: str, data: Any) -> None:
+        """No answer within the heartbeat channel's retry timeout (broker.session.timeout.ms /
+        2, KAFKA-14392): scheduleNextCommunicationAfterFailure."""
+        if self._heartbeat_inflight and data == self._heartbeat_request:
+            self._heartbeat_inflight = False
+            self._heartbeat_failed(ctx)
+
+    def _heartbeat_failed(self, ctx: Context) -> None:
+        backoff = KRAFT_RESEND_BACKOFF_MS * 2 ** min(self._heartbeat_failures, 30)
+        self._heartbeat_failures += 1
+        self._heartbeat_immediate = False  # never at once after a failure
+        self._schedule_heartbeat(ctx, min(backoff, self.host.config.broker_session_timeout_ms))
+
+    def _schedule_heartbeat(self, ctx: Context, delay_ms: int) -> None:
+        """scheduleNextCommunication: the next heartbeat (or registration) ``delay_ms`` from
+        now, replacing any scheduled before."""
+        if self._heartbeat_immediate:
+            delay_ms = 0
+        self._heartbeat_immediate = False
+        self._heartbeat_token += 1
+        ctx.set_timer(delay_ms, "kraft_heartbeat", self._heartbeat_token)
 
     def on_stop_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self.host.kraft:
@@ -90,9 +140,6 @@ class BrokerLifecycle:
 
     def on_shutdown_retry_timer(self, ctx: Context, name: str, data: Any) -> None:
         self._try_controlled_shutdown(ctx)
-
-    def on_shutdown_heartbeat_timer(self, ctx: Context, name: str, data: Any) -> None:
-        self._send_heartbeat(ctx)
 
     def on_controller_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self.controller is not None:
@@ -124,46 +171,87 @@ class BrokerLifecycle:
     # ---- KRaft: registration and heartbeats (BrokerLifecycleManager) -------------------------
 
     def _send_heartbeat(self, ctx: Context) -> None:
+        """Send a heartbeat, or the registration when this incarnation has no broker epoch yet,
+        and wait for its answer."""
+        self._heartbeat_inflight = True
+        self._heartbeat_request += 1
+        timeout = self.host.config.broker_session_timeout_ms // 2
+        ctx.set_timer(timeout, "kraft_heartbeat_timeout", self._heartbeat_request)
+        self._resend_heartbeat(ctx)
+
+    def on_kraft_channel_retry(self, ctx: Context, name: str, data: Any) -> None:
+        """The heartbeat channel, which knew no active controller, looks again (every 100 ms:
+        NodeToControllerRequestThread.doWork) and sends the request still awaiting its answer."""
+        if self._heartbeat_inflight and data == self._heartbeat_request:
+            self._resend_heartbeat(ctx)
+
+    def _resend_heartbeat(self, ctx: Context) -> None:
+        """The heartbeat channel sends the request (again) to the controller it knows now."""
         if self.host.session is None:
             ctx.send(
                 self.host.controller_address,
                 m.BrokerRegistration(self.host.id, self.host.clean_restart),
             )
         else:
-            hb = m.BrokerHeartbeat(self.host.id, self.host.session, want_shutdown=self.stopping)
+            hb = m.BrokerHeartbeat(
+                self.host.id, self.host.session, self.stopping, self.metadata_offset
+            )
             ctx.send(self.host.controller_address, hb)
 
     def on_not_controller(self, ctx: Context, src: Any, msg: m.NotController) -> None:
-        """Try the active controller the node named, or else the next controller node (the
-        retry waits for the next heartbeat)."""
+        """NodeToControllerRequestThread.handleResponse: NOT_CONTROLLER sends the request again,
+        to the active controller the node named, or else, 100 ms later, to the next
+        controller node (kafkalab's brokers learn the quorum's leader only from the nodes)."""
         nodes = self.host.controller_nodes
         if msg.leader is not None:
             self.host.controller_address = msg.leader
-            self._send_heartbeat(ctx)
+            if self._heartbeat_inflight:
+                self._resend_heartbeat(ctx)  # the channel sends it to the active controller
         elif nodes:
             i = nodes.index(src) if src in nodes else -1
             self.host.controller_address = nodes[(i + 1) % len(nodes)]
+            if self._heartbeat_inflight:
+                retry = KRAFT_CHANNEL_RETRY_MS
+                ctx.set_timer(retry, "kraft_channel_retry", self._heartbeat_request)
+
+    def controller_moved(self, ctx: Context) -> None:
+        """The broker learned of another active controller: the heartbeat channel sends what
+        still awaits an answer there (NodeToControllerRequestThread)."""
+        if self.host.kraft and self._heartbeat_inflight:
+            self._resend_heartbeat(ctx)
 
     def on_kraft_registered(
         self, ctx: Context, src: Any, msg: m.BrokerRegistrationResponse
     ) -> None:
         self.host.session = msg.broker_epoch
         self.host.controller_address = src
+        self.applied(msg.metadata_offset)
+        self._heartbeat_inflight = False
+        self._heartbeat_failures = 0
         self._replay_early(ctx)
         self._send_heartbeat(ctx)  # a fenced broker is unfenced by its first heartbeat
 
     def on_heartbeat_response(self, ctx: Context, src: Any, msg: m.BrokerHeartbeatResponse) -> None:
+        """BrokerHeartbeatResponseHandler: the next heartbeat goes an interval after this
+        answer (scheduleNextCommunicationAfterSuccess), 50 ms after the first "not yet" to a
+        broker that wants to stop."""
+        self.applied(msg.metadata_offset)
+        self._heartbeat_inflight = False
         if msg.error == m.STALE_BROKER_EPOCH:
             self.host.session = (
                 None  # the controller does not know this incarnation: register again
             )
             self._send_heartbeat(ctx)
-        elif self.stopping and msg.shutdown_ready:
+            return
+        self._heartbeat_failures = 0
+        delay = self.host.config.broker_heartbeat_interval_ms
+        if self.stopping and msg.shutdown_ready:
             self._stop_now(ctx, "controlled shutdown done")
-        elif self.stopping and not self._pending_answered:
+            return
+        if self.stopping and not self._pending_answered:
             self._pending_answered = True  # the first "not yet": ask again soon
             delay = KRAFT_FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS
-            ctx.set_timer(delay, "shutdown_heartbeat")
+        self._schedule_heartbeat(ctx, delay)
 
     def on_controller_change(self, ctx: Context, src: Any, msg: m.ZkControllerChange) -> None:
         """The watch on /controller: race for it when it is gone, else note who holds it."""
@@ -251,7 +339,7 @@ class BrokerLifecycle:
             self._stop_now(ctx, "stopped without controlled shutdown")
         elif self.host.kraft:
             ctx.set_timer(KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS, "stop_timeout")
-            self._send_heartbeat(ctx)  # at once, then with every heartbeat
+            self._schedule_heartbeat(ctx, 0)  # at once, then with every heartbeat
         else:
             self._attempts_left = config.controlled_shutdown_max_retries
             self._try_controlled_shutdown(ctx)

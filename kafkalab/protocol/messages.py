@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalab.protocol.kraft_messages import (
+    BrokerHeartbeat,
+    BrokerHeartbeatResponse,
+    BrokerRegistration,
+    BrokerRegistrationResponse,
+    NotController,
+)
 from kafkalab.protocol.log import RECORD_BYTES, Record
 from kafkalab.protocol.zk_messages import (
     BrokerChange,
@@ -116,6 +123,7 @@ CONCURRENT_TRANSACTIONS = "CONCURRENT_TRANSACTIONS"
 PRODUCER_FENCED = "PRODUCER_FENCED"
 TRANSACTION_COORDINATOR_FENCED = "TRANSACTION_COORDINATOR_FENCED"
 INVALID_TXN_STATE = "INVALID_TXN_STATE"
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"  # a client's broken connection; no broker sends it
 
 
 # The four messages of every produce and fetch write their __init__ out (init=False): the
@@ -275,6 +283,7 @@ class LeaderAndIsr:
     partition_epoch: int
     replicas: tuple[int, ...]
     broker_epoch: int = -1  # the target broker's epoch as the controller knows it (KIP-380)
+    metadata_offset: int = -1  # KRaft: how far the metadata log is committed
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +295,7 @@ class UpdateMetadata:
     # KRaft's metadata image: brokers in controlled shutdown, and each live broker's epoch.
     shutting_down: tuple[int, ...] = ()
     live_broker_epochs: tuple[tuple[int, int], ...] = ()
+    metadata_offset: int = -1  # KRaft: how far the metadata log is committed
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,41 +521,6 @@ class MetadataRequest:
 @dataclass(frozen=True, slots=True)
 class MetadataResponse:
     leaders: tuple[tuple[str, Any], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class NotController:
-    """KRaft: this controller node is not the active one; ``leader`` is a hint, if known."""
-
-    leader: Any
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRegistration:
-    """KRaft: a starting broker registers with the active controller, saying whether its last
-    run ended in a clean shutdown (Kafka sends the previous broker epoch it kept on disk)."""
-
-    broker: int
-    clean_shutdown: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRegistrationResponse:
-    broker_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerHeartbeat:
-    broker: int
-    broker_epoch: int
-    want_shutdown: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerHeartbeatResponse:
-    error: str
-    fenced: bool
-    shutdown_ready: bool
 
 
 # ---- offsets and deletion (clients) -----------------------------------------------------------

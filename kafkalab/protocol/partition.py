@@ -81,20 +81,44 @@ class Partition:
             self.maybe_increment_hw(ctx, r)
             self.purgatory.complete_produces(ctx, r)
 
+    def resets_on_same_epoch(self, r: ReplicaState, msg: m.LeaderAndIsr) -> bool:
+        """Before 3.3 (KAFKA-13790, ``reset_followers_only_on_new_epoch`` off) a KRaft broker
+        ran Partition.makeLeader for every partition change naming it as leader, with the same
+        leader epoch too (an ISR expansion; ReplicaManager.applyLocalLeadersDelta), and so
+        reset its followers' state. A ZooKeeper-era broker ignores a LeaderAndIsr of its
+        current leader epoch (ReplicaManager.becomeLeaderOrFollower)."""
+        return (
+            not self.host.config.reset_followers_only_on_new_epoch
+            and self.host.kraft
+            and r.role == "leader"
+            and msg.leader == self.host.id
+            and msg.partition_epoch >= r.partition_epoch
+        )
+
+    def reset_on_same_epoch(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """The pre-3.3 KRaft leader's makeLeader of its own epoch (:meth:`resets_on_same_epoch`):
+        the ISR change, every follower's state reset as on a re-election, and the epoch's start
+        offset, which a follower must reach to join the ISR, moved to the LEO."""
+        self._reset_remotes(ctx, r, msg, new_leader=False)
+        r.epoch_start_override = r.log.leo
+        if msg.partition_epoch > r.partition_epoch:
+            self.update_partition(ctx, r, msg)
+        else:
+            self.maybe_increment_hw(ctx, r)
+            self.purgatory.complete_produces(ctx, r)
+
     def make_leader(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """Partition.makeLeader: record the new epoch at the LEO at once, and reset the view of
         every follower (:meth:`_reset_remotes`). The HW starts from this replica's own, possibly
         stale, HW."""
         was_leader = r.role == "leader"
-        new_epoch = msg.leader_epoch > r.leader_epoch
         self._set_partition_state(r, msg)
         r.role = "leader"
         if self.host.config.leader_epoch_on_election:  # else with the first append (before 2.0.1)
             r.log.assign_epoch(msg.leader_epoch, r.log.leo)
         r.truncating = False
         r.inflight = None
-        if not was_leader or new_epoch:
-            self._reset_remotes(ctx, r, msg, new_leader=not was_leader)
+        self._reset_remotes(ctx, r, msg, new_leader=not was_leader)
         r.alter_isr_pending = False  # the committed state replaces any pending proposal
         r.maximal_isr = ()
         ctx.emit(
@@ -122,8 +146,12 @@ class Partition:
         until each fetches; a re-elected one keeps them, with the re-election as every ISR
         follower's last fetch (before 3.3, ``reset_fetch_time_by_isr`` off: every follower's).
         Under the pre-0.9 rule (``lag_time_from_caught_up`` off) the lag clock is the time of
-        the last fetch, which a new leader starts at now."""
+        the last fetch, which a new leader starts at now. Before 0.10.2 see
+        :meth:`_forget_remote_leos`."""
         config = self.host.config
+        if not config.make_leader_resets_caught_up:
+            self._forget_remote_leos(ctx, r, msg, new_leader=new_leader)
+            return
         legacy = not config.lag_time_from_caught_up
         every_follower = not new_leader and not config.reset_fetch_time_by_isr
         remotes: dict[int, Remote] = {}
@@ -139,6 +167,37 @@ class Partition:
             remotes[rid] = remote
         r.remotes = remotes
 
+    def _forget_remote_leos(
+        self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr, *, new_leader: bool
+    ) -> None:
+        """Partition.makeLeader before 0.10.2 (``make_leader_resets_caught_up`` off): a leader
+        forgets its followers' LEOs when it newly leads (every new epoch in 0.8,
+        ``reelected_leader_forgets_leos``), and nothing else: a follower's last caught-up time
+        is the one it had, from when this broker first heard of the partition
+        (:meth:`_known_remotes`) or from its last catch-up while this broker led. The 0.8 lag
+        clock, the last fetch, restarts with the forgotten LEO (Replica.logEndOffset_=)."""
+        self._known_remotes(ctx, r, msg)
+        if not new_leader and not self.host.config.reelected_leader_forgets_leos:
+            return
+        legacy = not self.host.config.lag_time_from_caught_up
+        for remote in r.remotes.values():
+            remote.leo = UNKNOWN_LEO
+            remote.last_fetch_leader_leo = UNKNOWN_LEO
+            if legacy:
+                remote.last_fetch_ms = ctx.now
+
+    def _known_remotes(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        """Partition.getOrCreateReplica and removeReplica, as every LeaderAndIsr runs them
+        (leader or follower) before 0.10.2: the view of a follower this broker has not heard of
+        starts caught up now (kafka.cluster.Replica's creation time), and the views of
+        replicas no longer assigned go."""
+        remotes: dict[int, Remote] = {}
+        for rid in msg.replicas:
+            if rid != self.host.id:
+                old = r.remotes.get(rid)
+                remotes[rid] = old or Remote(last_caught_up_ms=ctx.now, last_fetch_ms=ctx.now)
+        r.remotes = remotes
+
     def make_follower(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
         follower truncates to its HW at once; with them it first asks the leader where the epoch
@@ -149,7 +208,10 @@ class Partition:
             coordinator.resigned(r.tp)
         self._set_partition_state(r, msg)
         r.role = "follower" if msg.leader is not None else None
-        r.remotes = {}
+        if self.host.config.make_leader_resets_caught_up:
+            r.remotes = {}
+        else:  # kept for when this broker leads again (Partition.makeFollower before 0.10.2)
+            self._known_remotes(ctx, r, msg)
         r.alter_isr_inflight = None
         r.alter_isr_pending = False
         r.maximal_isr = ()
@@ -178,6 +240,7 @@ class Partition:
             self.fetcher.send_fetch(ctx, r)
 
     def _set_partition_state(self, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
+        r.epoch_start_override = None
         r.leader = msg.leader
         r.leader_epoch = msg.leader_epoch
         r.isr = msg.isr
@@ -256,13 +319,16 @@ class Partition:
     ) -> None:
         """Partition.maybeExpandIsr / isFollowerInSync: a follower outside the ISR joins once its
         LEO reaches the HW and (since 2.0.1, KAFKA-7128) the start of the leader's current
-        epoch, if (since 3.3, KAFKA-13916) it may be in the ISR at all."""
+        epoch (Partition.leaderEpochStartOffsetOpt; :meth:`reset_on_same_epoch` moves it), if
+        (since 3.3, KAFKA-13916) it may be in the ISR at all."""
         config = self.host.config
         if follower in r.isr or r.alter_isr_pending:
             return
         if config.isr_join_only_eligible and not self.isr_eligible(follower, remote):
             return
-        epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
+        epoch_start = r.epoch_start_override
+        if epoch_start is None:
+            epoch_start = r.log.epoch_start_offset(r.leader_epoch) or 0
         if not config.isr_join_after_epoch_start:
             epoch_start = 0
         if remote.leo >= r.log.hw and remote.leo >= epoch_start:

@@ -92,10 +92,13 @@ class ReplicaState:
     alter_isr_target: Any = None  # where it went
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
     truncating: bool = False  # follower must find its truncation point before fetching
+    # Partition.leaderEpochStartOffsetOpt when it is not where the epoch cache starts the leader
+    # epoch: before 3.3 a KRaft leader moved it to its LEO on every change of the partition.
+    epoch_start_override: int | None = None
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     inflight: int | None = None  # correlation id of the follower's outstanding request
     fetch_deadline_ms: int = 0  # when the outstanding request times out (timed mode)
-    fetch_sent_ms: int = 0  # when the outstanding request was sent
+    fetch_sent_ms: int = 0  # when it was sent
     armed: dict[str, int] = field(default_factory=dict)  # timer name -> when it fires
 
 

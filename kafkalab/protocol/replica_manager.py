@@ -69,7 +69,9 @@ class ReplicaManager:
             ctx.emit("stale_leader_and_isr", broker=self.host.id, leader_epoch=msg.leader_epoch)
             return
         if msg.leader_epoch == r.leader_epoch and r.role is not None:
-            if msg.partition_epoch > r.partition_epoch:
+            if self.partition.resets_on_same_epoch(r, msg):
+                self.partition.reset_on_same_epoch(ctx, r, msg)
+            elif msg.partition_epoch > r.partition_epoch:
                 self.partition.update_partition(ctx, r, msg)
             return
         if msg.leader == self.host.id:

@@ -83,7 +83,8 @@ class BrokerSteps:
     def _crash(
         self, broker: int, lose_unflushed: bool, reason: str | None, clean: bool = False
     ) -> None:
-        actor = self.sim.remove(broker)
+        # Only a power loss takes the host down; otherwise it resets the broker's connections.
+        actor = self.sim.remove(broker, host_up=not lose_unflushed)
         self.disks[broker] = actor.disks(lose_unflushed)
         if clean:
             self.clean_stops.add(broker)

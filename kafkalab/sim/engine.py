@@ -5,8 +5,10 @@ workload's and the fault schedule's steps, nearly all known before the run start
 sorted list beside it, and the loop takes whichever of the two comes first. Both share one
 sequence, so the order is the one a single heap would give, while the heap stays small.
 Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut. Messages
-on one link arrive in the order they were sent (TCP). One seed drives every random draw, split
-into named streams so that adding a fault type does not change the network's draws.
+on one link arrive in the order they were sent (TCP). When a process dies on a host that stays
+up, the host resets its connections: the actors that await its answers are told. One seed
+drives every random draw, split into named streams so that adding a fault type does not change
+the network's draws.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.sim.trace import Event, Trace
 
 __all__ = ["Simulation", "collector_paused", "draw_between"]
@@ -99,6 +101,8 @@ class Simulation:
         # retried sends waiting for a cut link; what reached a paused host, in order
         self._held: dict[frozenset[Any], list[tuple[Any, ...]]] = {}
         self._deferred: dict[Any, list[tuple[Any, ...]]] = {}
+        # addresses whose process died on a host that is still up: it resets their connections
+        self.refusing: set[Any] = set()
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -121,12 +125,35 @@ class Simulation:
         self.actors[address] = actor
         self.hosts[address] = host
         self.incarnation[address] = self.incarnation.get(address, 0) + 1
+        self.refusing.discard(address)
         self._run_handler(address, actor.start)
 
-    def remove(self, address: Any) -> Any:
-        """Stop the actor at ``address``: its timers and the messages in flight to it are lost."""
+    def remove(self, address: Any, *, host_up: bool = False) -> Any:
+        """Stop the actor at ``address``: its timers and the messages in flight to it are lost.
+
+        ``host_up``: only the process died (a crash, a halt, a stop), so its host resets the
+        connections: every actor that awaits an answer from it is told over the network
+        (:class:`ConnectionClosed`), and so is one whose request reaches it later (a refused
+        connection). Otherwise (a power loss) the host is silent, and its peers learn nothing
+        until their own timeouts. An actor takes part by defining ``awaits_answer_from(peer)``
+        and handling ConnectionClosed; the others are never told."""
         self.incarnation[address] = self.incarnation.get(address, 0) + 1
-        return self.actors.pop(address)
+        actor = self.actors.pop(address)
+        if host_up:
+            self.refusing.add(address)
+            for peer in list(self.actors):
+                if self._awaits(peer, address):
+                    self._connection_closed(address, peer)
+        return actor
+
+    def _awaits(self, address: Any, peer: Any) -> bool:
+        """Whether the actor at ``address`` awaits an answer from ``peer``."""
+        awaits = getattr(self.actors.get(address), "awaits_answer_from", None)
+        return awaits is not None and bool(awaits(peer))
+
+    def _connection_closed(self, dead: Any, peer: Any) -> None:
+        """The dead process's host resets its connection with ``peer``."""
+        self.send(dead, peer, ConnectionClosed(dead, self.now))
 
     def command(self, address: Any, msg: Any) -> None:
         """Hand ``msg`` to a local actor directly (an operator's or a client's call)."""
@@ -346,7 +373,10 @@ class Simulation:
         if kind == _DELIVER:
             _, _, _, src, dst, msg, inc, hold = entry
             actor = self.actors.get(dst)
-            if actor is None or self.incarnation[dst] != inc:
+            if actor is None and dst in self.refusing and self._refused(src, dst):
+                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "refused"})
+                self._connection_closed(dst, src)
+            elif actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
             elif self.cut and not self.link_up(src, dst):
                 if hold:
@@ -366,6 +396,11 @@ class Simulation:
                 ctx = Context(self.now, address)
                 actor.on_timer(ctx, name, data)
                 self._apply(address, ctx)
+
+    def _refused(self, src: Any, dst: Any) -> bool:
+        """Whether ``src``, which sent to the dead ``dst``, learns that the connection was
+        refused: it awaits an answer, and the link carries the reset."""
+        return self._awaits(src, dst) and (not self.cut or self.link_up(src, dst))
 
     def pending_clear(self) -> None:
         """Forget every pending event (see ``Cluster.release``)."""
