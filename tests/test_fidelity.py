@@ -565,3 +565,114 @@ def test_retention_settings_are_validated() -> None:
         make_config({"retention.bytes": -5})
     with pytest.raises(Exception, match=r"segment.bytes=10 is not allowed: use at least 100"):
         make_config({"segment.bytes": 10})
+
+
+# ---- the producer's errors by release --------------------------------------------------------
+
+
+def _zombie(preset: str) -> Cluster:
+    """p1 is fenced by p2 (same transactional.id) while paused; then it writes and aborts."""
+    c = Cluster(
+        brokers=3,
+        transactional_ids=["tx"],
+        replication="auto",
+        config={"preset": preset, "min.insync.replicas": 2},
+    )
+    settings = {"transactional_id": "tx", "acks": "all", "enable_idempotence": True}
+    c.producer("p1", **settings)
+    c.begin("p1")
+    c.produce("a", producer="p1")
+    c.pause("p1")
+    c.producer("p2", **settings)
+    c.advance(500)
+    c.begin("p2")
+    c.produce("b", producer="p2")
+    c.commit("p2")
+    c.resume("p1")
+    c.produce("a2", producer="p1")
+    c.abort("p1")
+    return c
+
+
+@pytest.mark.parametrize(
+    ("preset", "calls"),
+    [
+        ("2.6", [("fenced", "INVALID_PRODUCER_EPOCH"), ("abort", "INVALID_PRODUCER_EPOCH")]),
+        ("2.7", [("fenced", "PRODUCER_FENCED")]),
+    ],
+)
+def test_before_2_7_a_produces_invalid_producer_epoch_was_fatal(
+    preset: str, calls: list[tuple[str, str]]
+) -> None:
+    """Errors.INVALID_PRODUCER_EPOCH raised ProducerFencedException until KIP-588 (KAFKA-9911,
+    2.7.0): Sender.failBatch made it fatal at once, so the zombie's abort fails without a
+    request. Since 2.7 it only makes the transaction abortable, and the abort's EndTxn learns
+    from the coordinator, which now answers PRODUCER_FENCED, that p1 was fenced."""
+    c = _zombie(preset)
+    assert c.report().errors == {"a2": m.INVALID_PRODUCER_EPOCH}
+    got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+    assert [g for g in got if g[1] != "NONE"][: len(calls)] == calls
+    end_requests = [
+        e
+        for e in c.trace.of_kind("send")
+        if type(e.data["msg"]).__name__ == "EndTxnRequest" and e.node == "p1"
+    ]
+    assert len(end_requests) == (0 if preset == "2.6" else 1)
+
+
+def _epoch_refused_once() -> Any:
+    """A sequence rule that refuses the first batch it sees as from an old epoch."""
+    calls = []
+
+    def verdict(*args: Any) -> str:
+        calls.append(args)
+        return m.INVALID_PRODUCER_EPOCH if len(calls) == 1 else sequence_verdict(*args)
+
+    return verdict
+
+
+@pytest.mark.parametrize(("abortable", "acked"), [(True, ["B"]), (False, [])])
+def test_before_2_7_an_idempotent_producer_could_not_recover_from_invalid_producer_epoch(
+    abortable: bool, acked: list[str]
+) -> None:
+    """Before 2.7 any producer with a TransactionManager, idempotent ones too, went to the fatal
+    state on INVALID_PRODUCER_EPOCH (ProducerFencedException), and the Sender failed every
+    later batch with it (Sender.runOnce, maybeAbortBatches)."""
+    c = Cluster(
+        brokers=1,
+        rules=Rules(sequence_verdict=_epoch_refused_once()),
+        config={"invalid_producer_epoch_abortable": abortable},
+    )
+    c.producer("p")
+    c.produce("A", producer="p")
+    c.produce("B", producer="p")
+    c.advance(1000)
+    report = c.report()
+    assert report.acked == acked
+    assert report.errors["A"] == m.INVALID_PRODUCER_EPOCH
+    assert ("B" in report.errors) is not abortable
+
+
+@pytest.mark.parametrize(
+    ("preset", "error"), [("2.6", m.INVALID_PRODUCER_EPOCH), ("2.7", m.PRODUCER_FENCED)]
+)
+def test_the_coordinator_answers_a_fenced_epoch_by_release(preset: str, error: str) -> None:
+    """TransactionCoordinator.endTransaction: INVALID_PRODUCER_EPOCH until 2.6, PRODUCER_FENCED
+    since 2.7 (KAFKA-9911, b937ec75677); the client is fenced either way."""
+    c = Cluster(
+        brokers=3,
+        transactional_ids=["tx"],
+        replication="auto",
+        config={"preset": preset, "min.insync.replicas": 2},
+    )
+    settings = {"transactional_id": "tx", "acks": "all", "enable_idempotence": True}
+    c.producer("p1", **settings)
+    c.begin("p1")
+    c.produce("a", producer="p1")
+    c.pause("p1")
+    c.producer("p2", **settings)
+    c.advance(500)
+    c.resume("p1")
+    c.commit("p1")
+    got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+    assert ("fenced", error) in got

@@ -28,7 +28,9 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   to it (AddPartitionsToTxn; with transaction version 2 the partition leader does it), can add a
   consumer group's offsets (sendOffsetsToTransaction), and ends the transaction with EndTxn once
   every batch is answered. A fenced producer (a newer instance bumped the epoch) can do nothing
-  more; after any other failed send the transaction can only be aborted.
+  more; after any other failed send the transaction can only be aborted. A produce answered
+  INVALID_PRODUCER_EPOCH is such a failed send since 2.7 (KIP-588); before, it meant fenced,
+  for an idempotent producer too (``invalid_producer_epoch_abortable``).
 """
 
 from __future__ import annotations
@@ -286,12 +288,18 @@ class KafkaProducer:
         self._set_timer(ctx, "txn_backoff", self.settings.retry_backoff_ms)
 
     def _txn_fatal(self, ctx: Context, error: str) -> None:
-        """A newer instance of this transactional.id bumped the epoch: this one is a zombie."""
+        """TransactionManager.transitionToFatalError: a newer instance of this transactional.id
+        bumped the epoch (this one is a zombie), or another error the client cannot recover
+        from. Every batch not yet answered fails with it (Sender.maybeAbortBatches), and so does
+        every later call and send: the producer can only be closed."""
         self.txn_state = FATAL_ERROR
         self.txn_error = error
-        self._txn_result(ctx, "fenced", error)
-        for batch in self.queue:
+        if self.transactional:
+            self._txn_result(ctx, "fenced" if error in FENCED else "fatal", error)
+        for batch in [*self.inflight.values(), *self.queue]:
             self._outcome(ctx, batch, error, -1)
+        self.inflight.clear()
+        self.deadlines.clear()
         self.queue = []
         self.txn_requests = []
 
@@ -354,7 +362,9 @@ class KafkaProducer:
     # ---- sending -----------------------------------------------------------------------------
 
     def _enqueue(self, ctx: Context, cmd: ProduceCommand) -> None:
-        if self.transactional and self.txn_state != IN_TRANSACTION:
+        if self.txn_state == FATAL_ERROR or (
+            self.transactional and self.txn_state != IN_TRANSACTION
+        ):
             error = self.txn_error if self.txn_state == FATAL_ERROR else m.INVALID_TXN_STATE
             self._outcome(ctx, _Batch(cmd.tp, cmd.values, -1, ctx.now), error, -1)
             return
@@ -521,8 +531,13 @@ class KafkaProducer:
             if gap and not self.transactional and not s.kip360:
                 self._reset_producer_id(ctx)
             # Since 2.7 (KIP-588) a produce's INVALID_PRODUCER_EPOCH is abortable, not fatal:
-            # the abort's EndTxn then learns whether this instance was fenced.
-            if self.transactional and error == m.PRODUCER_FENCED:
+            # the abort's EndTxn then learns whether this instance was fenced. Before, the
+            # client raised it as ProducerFencedException, fatal for any producer with a
+            # producer id (Sender.failBatch, TransactionManager.maybeTransitionToErrorState).
+            old_fencing = error == m.INVALID_PRODUCER_EPOCH and batch.producer_id >= 0
+            if old_fencing and not s.invalid_producer_epoch_abortable:
+                self._txn_fatal(ctx, error)
+            elif self.transactional and error == m.PRODUCER_FENCED:
                 self._txn_fatal(ctx, error)
             elif self.transactional and self.txn_state != FATAL_ERROR:
                 self.txn_state = ABORTABLE_ERROR  # the transaction can only be aborted now

@@ -27,6 +27,9 @@ class ProducerSettings:
     # The release's client side of KIP-360 (2.5): after a real sequence gap an idempotent
     # producer bumps its epoch; before, it fails the batch and gets a new producer id.
     kip360: bool = True
+    # The release's KIP-588 (2.7): a produce's INVALID_PRODUCER_EPOCH makes the transaction
+    # abortable; before, it was fatal (ProducerFencedException).
+    invalid_producer_epoch_abortable: bool = True
 
     def __post_init__(self) -> None:
         if self.transactional_id and not self.enable_idempotence:

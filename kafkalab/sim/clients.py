@@ -170,8 +170,12 @@ class ClientSteps:
             self._check_internal(txn_partition(str(txn_id)), "transactional_ids", txn_id)
             values["transaction_version"] = c.config.transaction_version
         try:
-            # the client side of KIP-360 follows the release, as the broker side does
-            settings_obj = ProducerSettings(**{**values, "kip360": c.config.kip360})
+            # the client follows the release, as the brokers do (KIP-360, KIP-588)
+            release = {
+                "kip360": c.config.kip360,
+                "invalid_producer_epoch_abortable": c.config.invalid_producer_epoch_abortable,
+            }
+            settings_obj = ProducerSettings(**{**values, **release})
         except (ConfigError, TypeError) as err:
             raise ActionError(f"producer {name!r}: {err}") from None
         c._step("producer", name=name, settings=values)
