@@ -13,6 +13,7 @@ import pytest
 
 from kafkalab import Cluster, Rules, make_config, scenarios
 from kafkalab.config import Config
+from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import NEVER_MS, Broker
@@ -676,3 +677,93 @@ def test_the_coordinator_answers_a_fenced_epoch_by_release(preset: str, error: s
     c.commit("p1")
     got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
     assert ("fenced", error) in got
+
+
+def _idempotent_send(b: Broker, cid: int, value: str, seq: int, now: int = T0) -> Context:
+    req = m.ProduceRequest(TP, cid, (value,), 1, 30000, 9, 0, seq)
+    return deliver(b, req, src="p", now=now)
+
+
+@pytest.mark.parametrize(("five", "answer"), [(True, "duplicate"), (False, "refused")])
+def test_in_0_11_a_replica_remembered_only_a_producers_last_batch(five: bool, answer: str) -> None:
+    """ProducerIdEntry (0.11.0.2) held one batch: a retry of an older batch was out of order.
+    KAFKA-5494 (5d2422258cb, 1.0.0) keeps five and recognises it as a duplicate."""
+    b = leader(make_config({"idempotence_five_in_flight": five}))
+    _idempotent_send(b, 1, "A", 0)
+    _idempotent_send(b, 2, "B", 1)
+    ctx = _idempotent_send(b, 3, "A", 0)  # A again: its response was lost
+    rejected = [e["error"] for e in events(ctx, "produce_rejected")]
+    duplicates = events(ctx, "duplicate")
+    if answer == "duplicate":
+        assert rejected == [] and [d["first"] for d in duplicates] == [0]
+    else:
+        assert rejected == [m.OUT_OF_ORDER_SEQUENCE_NUMBER] and duplicates == []
+    ctx = _idempotent_send(b, 4, "B", 1)  # the last batch is recognised in every release
+    assert [d["first"] for d in events(ctx, "duplicate")] == [1]
+
+
+@pytest.mark.parametrize(
+    ("preset", "error"),
+    [("0.11", m.OUT_OF_ORDER_SEQUENCE_NUMBER), ("1.0", m.UNKNOWN_PRODUCER_ID), ("2.5", None)],
+)
+def test_an_unknown_producer_not_starting_at_0_by_release(preset: str, error: str | None) -> None:
+    """0.11's validateAppend treated a producer it had no entry for as one with a new epoch
+    (OutOfOrderSequenceException); KAFKA-5793 (94692288bed, 1.0.0) answers UNKNOWN_PRODUCER_ID;
+    KIP-360 (2.5.0) accepts it."""
+    b = leader(make_config({"preset": preset}))
+    ctx = _idempotent_send(b, 1, "x", 4)
+    rejected = [e["error"] for e in events(ctx, "produce_rejected")]
+    assert rejected == ([] if error is None else [error])
+
+
+def test_the_0_11_producer_needs_one_request_in_flight_with_idempotence() -> None:
+    """KafkaProducer.configureInflightRequests, 0.11.0.2: unset, it is 1 with idempotence;
+    any other value is a ConfigException. 1.0.0 (KAFKA-5494) allows up to 5."""
+    c = Cluster(brokers=1, transactional_ids=["tx"], config={"preset": "0.11"})
+    message = r"max\.in\.flight\.requests\.per\.connection=5 is not allowed with.*use 1"
+    with pytest.raises(ActionError, match=message):
+        c.producer("p", enable_idempotence=True, max_in_flight_requests_per_connection=5)
+    with pytest.raises(ActionError, match=message):
+        c.producer("t", transactional_id="tx", max_in_flight_requests_per_connection=5)
+    c.producer("q", enable_idempotence=True)
+    settings = c.sim.actors["q"].settings
+    assert (settings.max_in_flight_requests_per_connection, settings.acks) == (1, -1)
+    c.producer("r", enable_idempotence=False, max_in_flight_requests_per_connection=5)
+    newer = Cluster(brokers=1, config={"preset": "1.0"})
+    newer.producer("p", enable_idempotence=True, max_in_flight_requests_per_connection=5)
+    assert newer.sim.actors["p"].settings.max_in_flight_requests_per_connection == 5
+
+
+@pytest.mark.parametrize("preset", ["0.11", "2.6"])
+def test_a_transactional_id_turns_idempotence_on_with_acks_all(preset: str) -> None:
+    """KafkaProducer.configureTransactionState and configureAcks (0.11.0.0 to 2.8): a producer
+    with a transactional.id is idempotent, and acks left unset becomes all."""
+    c = Cluster(brokers=1, transactional_ids=["tx"], config={"preset": preset})
+    c.producer("p", transactional_id="tx")
+    settings = c.sim.actors["p"].settings
+    assert settings.enable_idempotence and settings.acks == -1
+
+
+@pytest.mark.parametrize(("five", "retried"), [(True, True), (False, False)])
+def test_0_11_never_retried_out_of_order_sequence_number(five: bool, retried: bool) -> None:
+    """Sender.canRetry (0.11.0.2) retried RetriableExceptions only; TransactionManager.canRetry
+    (KAFKA-5494, 1.0.0) retries OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the next
+    one. A's request is lost and A expires, so B (sequence 1) reaches a partition that never
+    saw the producer: 0.11 answers OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    config = {
+        "preset": "0.11",
+        "idempotence_five_in_flight": five,
+        "request.timeout.ms": 30000,
+    }
+    c = Cluster(brokers=1, config=config)
+    c.producer("p", enable_idempotence=True, delivery_timeout_ms=30000, retry_backoff_ms=100)
+    c.produce("A", producer="p", request="lost")
+    c.advance(10000)
+    c.produce("B", producer="p")  # waits behind A: one request in flight
+    c.advance(20000)  # A expires unanswered; B is sent
+    c.advance(500)
+    sends_of_b = [e for e in c.trace.of_kind("produce") if e.data["values"] == ["B"]]
+    assert c.report().errors.get("A") == "DELIVERY_TIMEOUT"
+    assert (len(sends_of_b) > 1) is retried
+    if not retried:
+        assert c.report().errors["B"] == m.OUT_OF_ORDER_SEQUENCE_NUMBER

@@ -6,7 +6,8 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   REQUEST_TIMED_OUT, or no answer within request.timeout.ms) sends the batch again after
   retry.backoff.ms, until ``retries`` or delivery.timeout.ms run out; the client refreshes its
   metadata from a broker first when the leader may have moved.
-- OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general; TransactionManager.canRetry
+- OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general (0.11 never retried it, and
+  its idempotent producer had one request in flight); TransactionManager.canRetry
   (since 1.0, KAFKA-5494) retries it when the refused batch is not the next one after the last
   acknowledged: an earlier batch is still unanswered, and the refusal goes away once it lands.
   (Kafka also requires that no batch of the partition has an unknown outcome, an "unresolved
@@ -480,6 +481,8 @@ class KafkaProducer:
         retriability."""
         if error != m.OUT_OF_ORDER_SEQUENCE_NUMBER:
             return error in RETRIABLE
+        if not self.settings.idempotence_five_in_flight:
+            return False  # 0.11: Sender.canRetry took retriable errors only
         if batch.producer_id != self.producer_id:
             return False  # sent under a producer id this producer has since dropped
         if batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
