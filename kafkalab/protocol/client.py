@@ -31,7 +31,10 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   every batch is answered. A fenced producer (a newer instance bumped the epoch) can do nothing
   more; after any other failed send the transaction can only be aborted. A produce answered
   INVALID_PRODUCER_EPOCH is such a failed send since 2.7 (KIP-588); before, it meant fenced,
-  for an idempotent producer too (``invalid_producer_epoch_abortable``).
+  for an idempotent producer too (``invalid_producer_epoch_abortable``). INVALID_TXN_STATE from
+  the coordinator is fatal; INVALID_PRODUCER_ID_MAPPING (the coordinator does not know the
+  producer id) is fatal until 2.4 and abortable since 2.5, when the abort sends InitProducerId
+  instead of EndTxn.
 """
 
 from __future__ import annotations
@@ -158,6 +161,7 @@ class KafkaProducer:
     def _on_init_producer_id(self, ctx: Context, msg: m.InitProducerIdResponse) -> None:
         if not self.transactional and self.producer_id >= 0:
             return  # the answer to a repeated request: the producer already has its id
+        aborting = False
         if self.transactional:
             if self.txn_waiting != "init":
                 return
@@ -165,6 +169,7 @@ class KafkaProducer:
             if msg.error != m.NONE:
                 self._txn_retry(ctx, "init", msg.error)
                 return
+            aborting = self.txn_state == ABORTING  # the abort that skipped EndTxn
             self.txn_state = READY
             self.next_sequence.clear()
         self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
@@ -174,6 +179,8 @@ class KafkaProducer:
             producer_id=msg.producer_id,
             producer_epoch=msg.producer_epoch,
         )
+        if aborting:
+            self._txn_complete(ctx, False)
 
     # ---- transactions (TransactionManager) ------------------------------------------------------
 
@@ -205,12 +212,17 @@ class KafkaProducer:
             self.txn_state = COMMITTING
             self.txn_requests.append(("end", True))
         else:
+            # beginCompletingTransaction (2.5+): a coordinator that does not know this producer
+            # id would refuse an EndTxn again; InitProducerId ends the transaction instead.
+            unknown_id = self.txn_state == ABORTABLE_ERROR and (
+                self.txn_error == m.INVALID_PRODUCER_ID_MAPPING
+            )
             self.txn_state = ABORTING
             for batch in self.queue:  # unsent batches fail with TransactionAbortedException
                 self._outcome(ctx, batch, TRANSACTION_ABORTED, -1)
             self.queue = []
             self.txn_requests = [r for r in self.txn_requests if r[0] != "add_partitions"]
-            self.txn_requests.append(("end", False))
+            self.txn_requests.append("init" if unknown_id else ("end", False))
 
     def _txn_result(self, ctx: Context, op: str, error: str, **extra: Any) -> None:
         ctx.emit(
@@ -271,8 +283,18 @@ class KafkaProducer:
         self._set_timer(ctx, "txn_timeout", self.settings.request_timeout_ms)
 
     def _txn_retry(self, ctx: Context, request: Any, error: str) -> None:
+        """A coordinator's error (the TxnRequestHandlers' handleResponse): fencing and
+        INVALID_TXN_STATE are fatal (since 0.11.0.0); INVALID_PRODUCER_ID_MAPPING is fatal until
+        2.4 and abortable since 2.5 (KAFKA-8805, ``kip360``: abortableErrorIfPossible); the
+        retriable ones are sent again after retry.backoff.ms; any other makes the transaction
+        abortable."""
         kind = request if isinstance(request, str) else request[0]
-        if error in FENCED:
+        mapping = error == m.INVALID_PRODUCER_ID_MAPPING
+        if (
+            error in FENCED
+            or error == m.INVALID_TXN_STATE
+            or (mapping and not self.settings.kip360)
+        ):
             self._txn_fatal(ctx, error)
             return
         if error not in TXN_RETRY:
@@ -327,8 +349,10 @@ class KafkaProducer:
             self._txn_complete(ctx, request[1])
 
     def _txn_complete(self, ctx: Context, commit: bool) -> None:
-        """completeTransaction: ready for the next transaction."""
+        """completeTransaction: ready for the next transaction (the error that made the last
+        one abortable is forgotten)."""
         self.txn_state = READY
+        self.txn_error = ""
         self.txn_partitions = set()
         self.txn_started = False
         self._txn_result(ctx, "commit" if commit else "abort", m.NONE)
