@@ -767,3 +767,98 @@ def test_0_11_never_retried_out_of_order_sequence_number(five: bool, retried: bo
     assert (len(sends_of_b) > 1) is retried
     if not retried:
         assert c.report().errors["B"] == m.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def _a_lost_retried_batch(preset: str, **producer: Any) -> Cluster:
+    """Z is acknowledged; every request of A is lost, so A is retried and expires after its
+    delivery.timeout.ms (2.5 s) without an answer; B, sent after A, is refused as out of order
+    until then; C comes once A has expired."""
+    c = Cluster(brokers=1, transactional_ids=["tx"], config={"preset": preset})
+    timeouts = {"request_timeout_ms": 1000, "delivery_timeout_ms": 2500, "retry_backoff_ms": 100}
+    c.producer("p", acks="all", enable_idempotence=True, **timeouts, **producer)
+    if "transactional_id" in producer:
+        c.begin("p")
+    c.produce("Z", producer="p")
+    for _ in range(5):
+        c.sim.add_rule("p", 1, (m.ProduceRequest,), None, match=lambda msg: msg.values == ("A",))
+    c.produce("A", producer="p")
+    c.advance(1500)
+    c.produce("B", producer="p")
+    c.advance(1100)
+    if "transactional_id" not in producer:
+        c.produce("C", producer="p")
+        c.advance(3000)
+    return c
+
+
+@pytest.mark.parametrize(
+    ("preset", "acked", "errors", "ids", "bumps"),
+    [
+        ("2.4", ["Z", "C"], {"B": m.OUT_OF_ORDER_SEQUENCE_NUMBER}, 2, 0),
+        ("2.5", ["Z", "B", "C"], {}, 1, 1),
+    ],
+)
+def test_an_expired_retried_batch_leaves_its_partition_unresolved(
+    preset: str, acked: list[str], errors: dict[str, str], ids: int, bumps: int
+) -> None:
+    """Sender.sendProducerData marks the partition of an expired batch in retry unresolved
+    (TransactionManager.markSequenceUnresolved, since 1.0.0): no new batch goes there, and
+    OUT_OF_ORDER_SEQUENCE_NUMBER is no longer retried as "an earlier batch is unanswered".
+    2.4 fails B and drops the producer id (Sender.failBatch, resetProducerId); 2.5 retries B
+    and bumps the epoch, since B follows the expired batch (canRetry, KAFKA-8805). Before,
+    B was retried until it expired too."""
+    c = _a_lost_retried_batch(preset)
+    report = c.report()
+    assert report.acked == acked
+    assert report.errors == {"A": "DELIVERY_TIMEOUT", **errors}
+    assert len(c.trace.of_kind("producer_id")) == ids
+    assert len(c.trace.of_kind("producer_epoch_bump")) == bumps
+
+
+@pytest.mark.parametrize(
+    ("preset", "calls"),
+    [
+        ("2.4", [("fatal", "UNRESOLVED_SEQUENCE"), ("abort", "UNRESOLVED_SEQUENCE")]),
+        ("2.5", [("abort", m.NONE), ("begin", m.NONE), ("commit", m.NONE)]),
+    ],
+)
+def test_a_transactional_producer_with_an_unresolved_partition(
+    preset: str, calls: list[tuple[str, str]]
+) -> None:
+    """Until 2.4 an unresolved sequence made a transactional producer fatal at once
+    (Sender.runOnce). Since 2.5 the transaction is abortable, and its abort bumps the epoch
+    (EndTxn, then InitProducerId: epochBumpRequired, KAFKA-8805), so the next transaction's
+    sequences start from 0 and it commits."""
+    c = _a_lost_retried_batch(preset, transactional_id="tx")
+    c.abort("p")
+    c.advance(500)
+    c.begin("p")
+    c.produce("C", producer="p")
+    c.commit("p")
+    c.advance(500)
+    got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+    assert got[1 : 1 + len(calls)] == calls
+    assert ("C" in c.report().acked) is (preset == "2.5")
+    init_requests = [
+        e
+        for e in c.trace.of_kind("send")
+        if type(e.data["msg"]).__name__ == "InitProducerIdRequest" and e.node == "p"
+    ]
+    assert (len(init_requests) > 1) is (preset == "2.5")  # the abort's epoch bump
+
+
+def test_a_batch_that_expires_unsent_leaves_no_gap() -> None:
+    """RecordAccumulator.drain numbers a batch when it is first sent: a batch that expires in
+    the queue never had a sequence, and the next one takes it."""
+    c = Cluster(brokers=2, replicas=[1], leader=1)
+    c.crash(1)
+    c.producer("p", delivery_timeout_ms=2000, retry_backoff_ms=100)
+    c.produce("A", producer="p")
+    c.advance(2500)  # no leader: A waits in the queue and expires unsent
+    c.restart(1)
+    c.advance(1000)
+    c.produce("B", producer="p")
+    c.advance(1000)
+    sends = [(e.data["values"], e.data["sequence"]) for e in c.trace.of_kind("produce")]
+    assert sends == [(["B"], 0)]
+    assert c.report().acked == ["B"] and c.report().errors == {"A": "DELIVERY_TIMEOUT"}

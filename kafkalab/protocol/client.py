@@ -9,14 +9,19 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
 - OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general (0.11 never retried it, and
   its idempotent producer had one request in flight); TransactionManager.canRetry
   (since 1.0, KAFKA-5494) retries it when the refused batch is not the next one after the last
-  acknowledged: an earlier batch is still unanswered, and the refusal goes away once it lands.
-  (Kafka also requires that no batch of the partition has an unknown outcome, an "unresolved
-  sequence" left by a batch that expired after it was sent; the simulator does not track
-  those.) When the refused batch is the next one, there is a real gap. A transactional producer
-  fails the batch (the transaction can only be aborted). An idempotent producer, since 2.5
-  (KIP-360's client side, ``kip360``), bumps its epoch and numbers that partition from 0 again;
-  before, it failed the batch and dropped its producer id and every sequence number, then asked
-  for a new producer id (TransactionManager.resetProducerId).
+  acknowledged: an earlier batch is still unanswered, and the refusal goes away once it lands,
+  provided the partition is not "unresolved". When the refused batch is the next one, there is
+  a real gap. A transactional producer fails the batch (the transaction can only be aborted).
+  An idempotent producer, since 2.5 (KIP-360's client side, ``kip360``), bumps its epoch and
+  numbers that partition from 0 again; before, it failed the batch and dropped its producer id
+  and every sequence number, then asked for a new producer id
+  (TransactionManager.resetProducerId).
+- A batch that expires (delivery.timeout.ms) after a retry may or may not have been written:
+  since 1.0 its partition is *unresolved*. No new batch is sent there until the batches in
+  flight are answered; then, if the last acknowledged batch does not reach the expired one, the
+  gap is real: an idempotent producer bumps its epoch (2.5+) or drops its producer id (1.0 to
+  2.4), a transactional one must abort (2.5+; before, it could not continue). A batch that
+  expires before it was ever sent leaves no gap: Kafka numbers a batch when it sends it.
 - Without idempotence a retried batch goes back to the front of the queue (Kafka's reenqueue),
   behind requests already in flight: a lost request plus a retry can reorder records, and a lost
   *response* plus a retry writes the record twice.
@@ -29,7 +34,8 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   to it (AddPartitionsToTxn; with transaction version 2 the partition leader does it), can add a
   consumer group's offsets (sendOffsetsToTransaction), and ends the transaction with EndTxn once
   every batch is answered. A fenced producer (a newer instance bumped the epoch) can do nothing
-  more; after any other failed send the transaction can only be aborted. A produce answered
+  more; after any other failed send the transaction can only be aborted, and since 2.5 the
+  abort also bumps the epoch (InitProducerId after the EndTxn). A produce answered
   INVALID_PRODUCER_EPOCH is such a failed send since 2.7 (KIP-588); before, it meant fenced,
   for an idempotent producer too (``invalid_producer_epoch_abortable``). INVALID_TXN_STATE from
   the coordinator is fatal; INVALID_PRODUCER_ID_MAPPING (the coordinator does not know the
@@ -75,6 +81,9 @@ RETRIABLE = frozenset(
 )
 REFRESH = frozenset({m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE})
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"  # the client's TimeoutException: delivery.timeout.ms passed
+# The client's KafkaException when a partition's sequences stay unresolved: "The client hasn't
+# received acknowledgment for some previously sent messages and can no longer retry them."
+UNRESOLVED_SEQUENCE = "UNRESOLVED_SEQUENCE"
 
 
 @dataclass(slots=True)
@@ -88,6 +97,7 @@ class _Batch:
     # has reset its id (RecordAccumulator.drain leaves a batch that has a sequence as it is).
     producer_id: int = -1
     producer_epoch: int = -1
+    retry: bool = False  # sent back to the queue at least once (ProducerBatch.inRetry)
 
 
 class KafkaProducer:
@@ -101,6 +111,10 @@ class KafkaProducer:
         self.producer_epoch = -1
         self.next_sequence: dict[str, int] = {}
         self.last_acked_sequence: dict[str, int] = {}
+        # TransactionManager.partitionsWithUnresolvedSequences: a partition where a retried batch
+        # expired, with the sequence that follows it; its outcome is unknown until the batches
+        # still in flight there are answered.
+        self.unresolved: dict[str, int] = {}
         self.queue: list[_Batch] = []
         self.inflight: dict[int, _Batch] = {}
         self.deadlines: dict[int, int] = {}
@@ -117,6 +131,9 @@ class KafkaProducer:
         self.txn_waiting: Any = None  # the call in flight
         self.txn_error = ""
         self.txn_deadline = 0
+        # 2.5+ (KIP-360): the abort of a transaction that failed a send also bumps the epoch
+        # (TransactionManager.epochBumpRequired)
+        self.epoch_bump_required = False
 
     # ---- actor interface ---------------------------------------------------------------------
 
@@ -169,9 +186,11 @@ class KafkaProducer:
             if msg.error != m.NONE:
                 self._txn_retry(ctx, "init", msg.error)
                 return
-            aborting = self.txn_state == ABORTING  # the abort that skipped EndTxn
+            aborting = self.txn_state == ABORTING  # the abort's epoch bump
             self.txn_state = READY
-            self.next_sequence.clear()
+            self.next_sequence.clear()  # resetSequenceNumbers
+            self.last_acked_sequence.clear()
+            self.unresolved.clear()
         self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
         ctx.emit(
             "producer_id",
@@ -222,7 +241,10 @@ class KafkaProducer:
                 self._outcome(ctx, batch, TRANSACTION_ABORTED, -1)
             self.queue = []
             self.txn_requests = [r for r in self.txn_requests if r[0] != "add_partitions"]
-            self.txn_requests.append("init" if unknown_id else ("end", False))
+            if not unknown_id:
+                self.txn_requests.append(("end", False))
+            if unknown_id or self.epoch_bump_required:
+                self.txn_requests.append("init")  # InitProducerId with the current epoch
 
     def _txn_result(self, ctx: Context, op: str, error: str, **extra: Any) -> None:
         ctx.emit(
@@ -346,6 +368,8 @@ class KafkaProducer:
             if msg.producer_epoch > self.producer_epoch:  # transaction version 2: a new epoch
                 self.producer_epoch = msg.producer_epoch
                 self.next_sequence.clear()
+            if self.txn_requests and self.txn_requests[0] == "init":
+                return  # completeTransaction: the abort ends once the epoch is bumped
             self._txn_complete(ctx, request[1])
 
     def _txn_complete(self, ctx: Context, commit: bool) -> None:
@@ -353,6 +377,7 @@ class KafkaProducer:
         one abortable is forgotten)."""
         self.txn_state = READY
         self.txn_error = ""
+        self.epoch_bump_required = False
         self.txn_partitions = set()
         self.txn_started = False
         self._txn_result(ctx, "commit" if commit else "abort", m.NONE)
@@ -410,6 +435,7 @@ class KafkaProducer:
         """Sender.sendProducerData: send queued batches up to max.in.flight, oldest first; a
         partition whose first batch waits (backoff, unknown leader) sends nothing after it
         (RecordAccumulator.drain)."""
+        self._maybe_resolve_sequences(ctx)
         if self.transactional:
             self._send_txn_request(ctx)
         if self.settings.enable_idempotence and self.producer_id < 0:
@@ -422,7 +448,10 @@ class KafkaProducer:
             leader = self.leaders.get(batch.tp)
             backoff = self._timer_at.get(f"backoff:{batch.tp}", -1) > ctx.now
             not_added = self.transactional and batch.tp not in self.txn_partitions
-            if batch.tp in blocked or leader is None or backoff or not_added:
+            # RecordAccumulator.shouldStopDrainBatchesForPartition: no new batch is sent to a
+            # partition whose sequences are unresolved
+            held = batch.attempts == 0 and batch.tp in self.unresolved
+            if batch.tp in blocked or leader is None or backoff or not_added or held:
                 blocked.add(batch.tp)
                 waiting.append(batch)
                 continue
@@ -509,28 +538,34 @@ class KafkaProducer:
             return False  # 0.11: Sender.canRetry took retriable errors only
         if batch.producer_id != self.producer_id:
             return False  # sent under a producer id this producer has since dropped
-        if batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
+        unresolved = self.unresolved.get(batch.tp)
+        if unresolved is None and batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
             return True  # an earlier batch is still unanswered: wait for it
         if self.transactional or not self.settings.kip360:
-            return False  # a real gap
-        self._bump_epoch(ctx, batch)
+            return False  # a real gap, or one that cannot be told from a lost batch
+        # 2.5+, idempotent: retried; a real gap, or the batch right after the expired one, also
+        # bumps the epoch
+        if unresolved is None or batch.sequence == unresolved:
+            self._bump_epoch(ctx, batch.tp, batch)
         return True
 
-    def _bump_epoch(self, ctx: Context, batch: _Batch) -> None:
+    def _bump_epoch(self, ctx: Context, tp: str, batch: _Batch | None = None) -> None:
         """TransactionManager.bumpIdempotentProducerEpoch: a local epoch bump, and the
-        partition's waiting batches numbered from 0 again (the broker accepts a new epoch only
-        at sequence 0)."""
+        partition's waiting batches (``batch`` first, if given) numbered from 0 again (the
+        broker accepts a new epoch only at sequence 0); the partition is no longer unresolved."""
         self.producer_epoch += 1
         sequence = 0
-        for b in [batch, *[q for q in self.queue if q.tp == batch.tp]]:
+        first = [] if batch is None else [batch]
+        for b in [*first, *[q for q in self.queue if q.tp == tp]]:
             b.sequence = sequence
             sequence += len(b.values)
-        self.next_sequence[batch.tp] = sequence
-        self.last_acked_sequence[batch.tp] = -1
+        self.next_sequence[tp] = sequence
+        self.last_acked_sequence[tp] = -1
+        self.unresolved.pop(tp, None)
         ctx.emit(
             "producer_epoch_bump",
             producer=self.name,
-            tp=batch.tp,
+            tp=tp,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
         )
@@ -542,6 +577,7 @@ class KafkaProducer:
         self.producer_id = self.producer_epoch = -1
         self.next_sequence.clear()
         self.last_acked_sequence.clear()
+        self.unresolved.clear()
         for b in self.queue:
             if b.attempts == 0:
                 b.sequence = self.next_sequence.get(b.tp, 0)
@@ -554,6 +590,8 @@ class KafkaProducer:
         expired = ctx.now - batch.created_ms >= s.delivery_timeout_ms
         if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
+            if error == DELIVERY_TIMEOUT:
+                self._expired_after_retry(ctx, batch)
             gap = error == m.OUT_OF_ORDER_SEQUENCE_NUMBER and batch.producer_id == self.producer_id
             if gap and not self.transactional and not s.kip360:
                 self._reset_producer_id(ctx)
@@ -567,8 +605,7 @@ class KafkaProducer:
             elif self.transactional and error == m.PRODUCER_FENCED:
                 self._txn_fatal(ctx, error)
             elif self.transactional and self.txn_state != FATAL_ERROR:
-                self.txn_state = ABORTABLE_ERROR  # the transaction can only be aborted now
-                self.txn_error = error
+                self._abortable(error)  # the transaction can only be aborted now
             return
         ctx.emit(
             "produce_retry",
@@ -578,6 +615,7 @@ class KafkaProducer:
             error=error,
             attempt=batch.attempts,
         )
+        batch.retry = True
         if s.enable_idempotence:  # RecordAccumulator.insertInSequenceOrder
             at = next(
                 (
@@ -599,12 +637,85 @@ class KafkaProducer:
         """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has
         passed since it was created fails (Kafka's TimeoutException)."""
         keep = []
+        expired = []
         for batch in self.queue:
             if ctx.now - batch.created_ms >= self.settings.delivery_timeout_ms:
                 self._outcome(ctx, batch, DELIVERY_TIMEOUT, -1)
+                expired.append(batch)
             else:
                 keep.append(batch)
         self.queue = keep
+        for batch in expired:
+            if batch.attempts == 0:
+                self._unnumber(batch)
+            else:
+                self._expired_after_retry(ctx, batch)
+
+    def _unnumber(self, batch: _Batch) -> None:
+        """A batch that expires before it was ever sent never had a sequence in Kafka, which
+        numbers a batch when it is drained (RecordAccumulator.drain): the batches queued behind
+        it move down, so it leaves no gap."""
+        if batch.sequence < 0 or batch.producer_id >= 0:
+            return
+        for b in self.queue:
+            if b.tp == batch.tp and b.attempts == 0 and b.sequence > batch.sequence:
+                b.sequence -= len(batch.values)
+        self.next_sequence[batch.tp] = self.next_sequence.get(batch.tp, 0) - len(batch.values)
+
+    def _expired_after_retry(self, ctx: Context, batch: _Batch) -> None:
+        """Sender.sendProducerData: a batch that expires after a retry may or may not have been
+        written. 0.11 dropped the idempotent producer's id at once. Since 1.0 (KAFKA-5494) the
+        partition is unresolved until the batches in flight there are answered
+        (TransactionManager.markSequenceUnresolved); until 2.4 a transactional producer could
+        not continue (Sender.runOnce: a fatal error)."""
+        if not batch.retry or batch.sequence < 0 or batch.producer_id != self.producer_id:
+            return
+        s = self.settings
+        if not s.idempotence_five_in_flight:
+            if not self.transactional:
+                self._reset_producer_id(ctx)
+            return
+        if self.transactional and not s.kip360:
+            if self.txn_state != FATAL_ERROR:
+                self._txn_fatal(ctx, UNRESOLVED_SEQUENCE)
+            return
+        following = batch.sequence + len(batch.values)
+        self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, following), following)
+
+    def _maybe_resolve_sequences(self, ctx: Context) -> None:
+        """TransactionManager.maybeResolveSequences (2.5+; shouldResetProducerStateAfter-
+        ResolvingSequences before): once nothing sent to an unresolved partition is unanswered,
+        it is resolved if the last acknowledged batch is the one before the next sequence (a
+        later batch landed, so the expired one did too). If not, there is a gap: an idempotent
+        producer bumps its epoch for the partition (before 2.5, it drops its producer id); a
+        transactional one goes to an abortable error."""
+        for tp in sorted(self.unresolved):
+            pending = [*self.inflight.values(), *[b for b in self.queue if b.attempts > 0]]
+            if any(b.tp == tp for b in pending):
+                continue
+            del self.unresolved[tp]
+            unsent = [b.sequence for b in self.queue if b.tp == tp and b.attempts == 0]
+            following = min(unsent) if unsent else self.next_sequence.get(tp, 0)
+            if self.last_acked_sequence.get(tp, -1) + 1 == following:
+                continue
+            if not self.settings.kip360:
+                self._reset_producer_id(ctx)
+                return
+            if not self.transactional:
+                self._bump_epoch(ctx, tp)
+            elif self.txn_state in (IN_TRANSACTION, COMMITTING, ABORTABLE_ERROR):
+                self._abortable(UNRESOLVED_SEQUENCE)
+                self.epoch_bump_required = True
+
+    def _abortable(self, error: str) -> None:
+        """TransactionManager.maybeTransitionToErrorState for a failed send: the transaction
+        can only be aborted; since 2.5 (KIP-360, ``kip360``) its abort also bumps the epoch, so
+        that the next transaction's sequences start from 0 (epochBumpRequired), unless the
+        transaction was already being completed."""
+        if self.settings.kip360 and self.txn_state not in (COMMITTING, ABORTING):
+            self.epoch_bump_required = True
+        self.txn_state = ABORTABLE_ERROR
+        self.txn_error = error
 
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""
