@@ -555,7 +555,7 @@ class KafkaProducer:
         broker accepts a new epoch only at sequence 0); the partition is no longer unresolved."""
         self.producer_epoch += 1
         sequence = 0
-        first = [] if batch is None else [batch]
+        first: list[_Batch] = [] if batch is None else [batch]
         for b in [*first, *[q for q in self.queue if q.tp == tp]]:
             b.sequence = sequence
             sequence += len(b.values)
