@@ -56,19 +56,24 @@ from kafkalab.protocol.client_settings import (
     TxnCommand,
     idempotence_fits,
 )
-from kafkalab.protocol.internal_topics import offsets_partition, txn_partition
+from kafkalab.protocol.producer_txn import (
+    ABORTABLE_ERROR,
+    ABORTING,
+    COMMITTING,
+    FATAL_ERROR,
+    IN_TRANSACTION,
+    READY,
+    UNINITIALIZED,
+    abortable,
+    on_txn_response,
+    send_txn_request,
+    txn_command,
+    txn_complete,
+    txn_fatal,
+    txn_retry,
+)
 
 __all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand", "idempotence_fits"]
-
-# TransactionManager.State, reduced.
-UNINITIALIZED, READY, IN_TRANSACTION = "UNINITIALIZED", "READY", "IN_TRANSACTION"
-COMMITTING, ABORTING = "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION"
-ABORTABLE_ERROR, FATAL_ERROR = "ABORTABLE_ERROR", "FATAL_ERROR"
-FENCED = frozenset({m.PRODUCER_FENCED, m.INVALID_PRODUCER_EPOCH})
-TXN_RETRY = frozenset(
-    {m.CONCURRENT_TRANSACTIONS, m.NOT_COORDINATOR, m.COORDINATOR_LOAD_IN_PROGRESS}
-)
-TRANSACTION_ABORTED = "TRANSACTION_ABORTED"  # the client's TransactionAbortedException
 
 RETRIABLE = frozenset(
     {
@@ -158,7 +163,7 @@ class KafkaProducer:
         if isinstance(msg, ProduceCommand):
             self._enqueue(ctx, msg)
         elif isinstance(msg, TxnCommand):
-            self._txn_command(ctx, msg)
+            txn_command(self, ctx, msg)
         elif isinstance(msg, m.InitProducerIdResponse):
             self._on_init_producer_id(ctx, msg)
         elif isinstance(msg, m.MetadataResponse):
@@ -172,7 +177,7 @@ class KafkaProducer:
             | m.TxnOffsetCommitResponse
             | m.EndTxnResponse,
         ):
-            self._on_txn_response(ctx, msg)
+            on_txn_response(self, ctx, msg)
         self._drain(ctx)
 
     def _on_init_producer_id(self, ctx: Context, msg: m.InitProducerIdResponse) -> None:
@@ -184,7 +189,7 @@ class KafkaProducer:
                 return
             self.txn_waiting = None
             if msg.error != m.NONE:
-                self._txn_retry(ctx, "init", msg.error)
+                txn_retry(self, ctx, "init", msg.error)
                 return
             aborting = self.txn_state == ABORTING  # the abort's epoch bump
             self.txn_state = READY
@@ -199,188 +204,7 @@ class KafkaProducer:
             producer_epoch=msg.producer_epoch,
         )
         if aborting:
-            self._txn_complete(ctx, False)
-
-    # ---- transactions (TransactionManager) ------------------------------------------------------
-
-    def _txn_command(self, ctx: Context, cmd: TxnCommand) -> None:
-        if self.txn_state == FATAL_ERROR:
-            self._txn_result(ctx, cmd.op, self.txn_error or m.PRODUCER_FENCED)
-            return
-        allowed = {
-            "begin": (READY,),
-            "send_offsets": (IN_TRANSACTION,),
-            "commit": (IN_TRANSACTION,),
-            "abort": (IN_TRANSACTION, ABORTABLE_ERROR),
-        }[cmd.op]
-        if self.txn_state == ABORTABLE_ERROR and cmd.op != "abort":
-            # TransactionManager.maybeFailWithError: the error that made it abortable.
-            self._txn_result(ctx, cmd.op, self.txn_error, state=self.txn_state)
-            return
-        if self.txn_state not in allowed:
-            self._txn_result(ctx, cmd.op, m.INVALID_TXN_STATE, state=self.txn_state)
-            return
-        if cmd.op == "begin":
-            self.txn_state = IN_TRANSACTION
-            self.txn_partitions = set()
-            self.txn_started = False
-            self._txn_result(ctx, "begin", m.NONE)
-        elif cmd.op == "send_offsets":
-            self.txn_requests.append(("add_offsets", cmd.group, cmd.offsets))
-        elif cmd.op == "commit":
-            self.txn_state = COMMITTING
-            self.txn_requests.append(("end", True))
-        else:
-            # beginCompletingTransaction (2.5+): a coordinator that does not know this producer
-            # id would refuse an EndTxn again; InitProducerId ends the transaction instead.
-            unknown_id = self.txn_state == ABORTABLE_ERROR and (
-                self.txn_error == m.INVALID_PRODUCER_ID_MAPPING
-            )
-            self.txn_state = ABORTING
-            for batch in self.queue:  # unsent batches fail with TransactionAbortedException
-                self._outcome(ctx, batch, TRANSACTION_ABORTED, -1)
-            self.queue = []
-            self.txn_requests = [r for r in self.txn_requests if r[0] != "add_partitions"]
-            if not unknown_id:
-                self.txn_requests.append(("end", False))
-            if unknown_id or self.epoch_bump_required:
-                self.txn_requests.append("init")  # InitProducerId with the current epoch
-
-    def _txn_result(self, ctx: Context, op: str, error: str, **extra: Any) -> None:
-        ctx.emit(
-            "txn_client",
-            producer=self.name,
-            op=op,
-            error=error,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            **extra,
-        )
-
-    def _coordinator(self, ctx: Context, tp: str) -> int | None:
-        leader = self.leaders.get(tp)
-        if leader is None:
-            self._refresh_metadata(ctx)
-        return leader
-
-    def _send_txn_request(self, ctx: Context) -> None:
-        """maybeSendAndPollTransactionalRequest: one coordinator call at a time, in order; the
-        EndTxn only once every batch of the transaction is answered, and only if a partition
-        or offsets were added to the transaction: else the end is complete at once, with no
-        request (TransactionManager.nextRequest)."""
-        if self.txn_waiting is not None or not self.txn_requests:
-            return
-        if self._timer_at.get("txn_backoff", -1) > ctx.now:
-            return
-        request = self.txn_requests[0]
-        kind = request if isinstance(request, str) else request[0]
-        if kind == "end" and (self.queue or self.inflight):
-            return
-        if kind == "end" and not self.txn_started:
-            self.txn_requests.pop(0)
-            self._txn_complete(ctx, request[1])
-            return
-        txn_id = self.settings.transactional_id
-        target = txn_partition(txn_id)
-        if kind == "txn_offset_commit":
-            target = offsets_partition(request[1])
-        coordinator = self._coordinator(ctx, target)
-        if coordinator is None:
-            return
-        pid, epoch = self.producer_id, self.producer_epoch
-        if kind == "init":
-            msg: Any = m.InitProducerIdRequest(txn_id, self.settings.transaction_timeout_ms)
-        elif kind == "add_partitions":
-            msg = m.AddPartitionsToTxnRequest(txn_id, pid, epoch, request[1])
-        elif kind == "add_offsets":
-            msg = m.AddOffsetsToTxnRequest(txn_id, pid, epoch, request[1])
-        elif kind == "txn_offset_commit":
-            msg = m.TxnOffsetCommitRequest(request[1], txn_id, pid, epoch, request[2])
-        else:
-            msg = m.EndTxnRequest(txn_id, pid, epoch, request[1])
-        self.txn_requests.pop(0)
-        self.txn_waiting = request
-        ctx.send(coordinator, msg)
-        self.txn_deadline = ctx.now + self.settings.request_timeout_ms
-        self._set_timer(ctx, "txn_timeout", self.settings.request_timeout_ms)
-
-    def _txn_retry(self, ctx: Context, request: Any, error: str) -> None:
-        """A coordinator's error (the TxnRequestHandlers' handleResponse): fencing and
-        INVALID_TXN_STATE are fatal (since 0.11.0.0); INVALID_PRODUCER_ID_MAPPING is fatal until
-        2.4 and abortable since 2.5 (KAFKA-8805, ``kip360``: abortableErrorIfPossible); the
-        retriable ones are sent again after retry.backoff.ms; any other makes the transaction
-        abortable."""
-        kind = request if isinstance(request, str) else request[0]
-        mapping = error == m.INVALID_PRODUCER_ID_MAPPING
-        if (
-            error in FENCED
-            or error == m.INVALID_TXN_STATE
-            or (mapping and not self.settings.kip360)
-        ):
-            self._txn_fatal(ctx, error)
-            return
-        if error not in TXN_RETRY:
-            self.txn_state = ABORTABLE_ERROR
-            self.txn_error = error
-            self._txn_result(ctx, kind, error)
-            return
-        self.txn_requests.insert(0, request)
-        if error == m.NOT_COORDINATOR:
-            tp = txn_partition(self.settings.transactional_id)
-            if kind == "txn_offset_commit":
-                tp = offsets_partition(request[1])
-            self.leaders.pop(tp, None)
-        self._set_timer(ctx, "txn_backoff", self.settings.retry_backoff_ms)
-
-    def _txn_fatal(self, ctx: Context, error: str) -> None:
-        """TransactionManager.transitionToFatalError: a newer instance of this transactional.id
-        bumped the epoch (this one is a zombie), or another error the client cannot recover
-        from. Every batch not yet answered fails with it (Sender.maybeAbortBatches), and so does
-        every later call and send: the producer can only be closed."""
-        self.txn_state = FATAL_ERROR
-        self.txn_error = error
-        if self.transactional:
-            self._txn_result(ctx, "fenced" if error in FENCED else "fatal", error)
-        for batch in [*self.inflight.values(), *self.queue]:
-            self._outcome(ctx, batch, error, -1)
-        self.inflight.clear()
-        self.deadlines.clear()
-        self.queue = []
-        self.txn_requests = []
-
-    def _on_txn_response(self, ctx: Context, msg: Any) -> None:
-        request, self.txn_waiting = self.txn_waiting, None
-        if request is None:
-            return
-        if msg.error != m.NONE:
-            self._txn_retry(ctx, request, msg.error)
-            return
-        kind = request[0]
-        if kind == "add_partitions":
-            self.txn_partitions |= set(request[1])
-            self.txn_started = True
-        elif kind == "add_offsets":
-            self.txn_requests.insert(0, ("txn_offset_commit", request[1], request[2]))
-            self.txn_started = True
-        elif kind == "txn_offset_commit":
-            self._txn_result(ctx, "send_offsets", m.NONE, group=request[1])
-        elif kind == "end":
-            if msg.producer_epoch > self.producer_epoch:  # transaction version 2: a new epoch
-                self.producer_epoch = msg.producer_epoch
-                self.next_sequence.clear()
-            if self.txn_requests and self.txn_requests[0] == "init":
-                return  # completeTransaction: the abort ends once the epoch is bumped
-            self._txn_complete(ctx, request[1])
-
-    def _txn_complete(self, ctx: Context, commit: bool) -> None:
-        """completeTransaction: ready for the next transaction (the error that made the last
-        one abortable is forgotten)."""
-        self.txn_state = READY
-        self.txn_error = ""
-        self.epoch_bump_required = False
-        self.txn_partitions = set()
-        self.txn_started = False
-        self._txn_result(ctx, "commit" if commit else "abort", m.NONE)
+            txn_complete(self, ctx, False)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self._timer_at.get(name) == ctx.now:
@@ -394,7 +218,7 @@ class KafkaProducer:
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
-                self._txn_retry(ctx, request, m.NOT_COORDINATOR)
+                txn_retry(self, ctx, request, m.NOT_COORDINATOR)
             else:
                 self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
         elif name == "metadata":
@@ -437,7 +261,7 @@ class KafkaProducer:
         (RecordAccumulator.drain)."""
         self._maybe_resolve_sequences(ctx)
         if self.transactional:
-            self._send_txn_request(ctx)
+            send_txn_request(self, ctx)
         if self.settings.enable_idempotence and self.producer_id < 0:
             return
         limit = self.settings.max_in_flight_requests_per_connection
@@ -601,11 +425,11 @@ class KafkaProducer:
             # producer id (Sender.failBatch, TransactionManager.maybeTransitionToErrorState).
             old_fencing = error == m.INVALID_PRODUCER_EPOCH and batch.producer_id >= 0
             if old_fencing and not s.invalid_producer_epoch_abortable:
-                self._txn_fatal(ctx, error)
+                txn_fatal(self, ctx, error)
             elif self.transactional and error == m.PRODUCER_FENCED:
-                self._txn_fatal(ctx, error)
+                txn_fatal(self, ctx, error)
             elif self.transactional and self.txn_state != FATAL_ERROR:
-                self._abortable(error)  # the transaction can only be aborted now
+                abortable(self, error)  # the transaction can only be aborted now
             return
         ctx.emit(
             "produce_retry",
@@ -677,7 +501,7 @@ class KafkaProducer:
             return
         if self.transactional and not s.kip360:
             if self.txn_state != FATAL_ERROR:
-                self._txn_fatal(ctx, UNRESOLVED_SEQUENCE)
+                txn_fatal(self, ctx, UNRESOLVED_SEQUENCE)
             return
         following = batch.sequence + len(batch.values)
         self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, following), following)
@@ -704,18 +528,8 @@ class KafkaProducer:
             if not self.transactional:
                 self._bump_epoch(ctx, tp)
             elif self.txn_state in (IN_TRANSACTION, COMMITTING, ABORTABLE_ERROR):
-                self._abortable(UNRESOLVED_SEQUENCE)
+                abortable(self, UNRESOLVED_SEQUENCE)
                 self.epoch_bump_required = True
-
-    def _abortable(self, error: str) -> None:
-        """TransactionManager.maybeTransitionToErrorState for a failed send: the transaction
-        can only be aborted; since 2.5 (KIP-360, ``kip360``) its abort also bumps the epoch, so
-        that the next transaction's sequences start from 0 (epochBumpRequired), unless the
-        transaction was already being completed."""
-        if self.settings.kip360 and self.txn_state not in (COMMITTING, ABORTING):
-            self.epoch_bump_required = True
-        self.txn_state = ABORTABLE_ERROR
-        self.txn_error = error
 
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""
