@@ -124,6 +124,22 @@ class Config:
     # 2.5 (KIP-360): a producer a partition has no state for may start at any sequence; before,
     # anything but 0 was refused with UNKNOWN_PRODUCER_ID.
     kip360: bool = True
+    # 1.0 (KAFKA-5494): every replica remembers the last five batches of each producer, so a
+    # retry of any of them is recognised, and an idempotent producer may have up to five requests
+    # in flight and retries an OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier batch is unanswered.
+    # Before (0.11), a replica remembered only the last batch, and the producer needed
+    # max.in.flight.requests.per.connection = 1 with idempotence (1 when unset).
+    idempotence_five_in_flight: bool = True
+    # 1.0 (KAFKA-5793): a partition with no state for a producer answers a batch that does not
+    # start at sequence 0 with UNKNOWN_PRODUCER_ID (until 2.5, ``kip360``); before (0.11), with
+    # OUT_OF_ORDER_SEQUENCE_NUMBER.
+    unknown_producer_id_error: bool = True
+    # 2.7 (KIP-588, KAFKA-9911): a produce answered INVALID_PRODUCER_EPOCH only makes the
+    # transaction abortable, and the transaction coordinator answers a fenced epoch with the new
+    # PRODUCER_FENCED. Before, the coordinator answered INVALID_PRODUCER_EPOCH, and the client
+    # raised that code as ProducerFencedException wherever it came from: fatal, the producer
+    # (idempotent or transactional) can only be closed.
+    invalid_producer_epoch_abortable: bool = True
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
@@ -238,6 +254,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             enable_idempotence=False,
             acks="1",  # the Java producer's default until 3.0
             kip360=False,
+            invalid_producer_epoch_abortable=False,
+            idempotence_five_in_flight=False,
+            unknown_producer_id_error=False,
             transaction_partition_verification_enable=False,
             unclean_leader_election_enable=True,
             replica_lag_time_max_ms=10000,
@@ -270,7 +289,8 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
         ),
     ),
     ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
-    ("1.0", {}),
+    # KAFKA-5494, KAFKA-5793
+    ("1.0", dict(idempotence_five_in_flight=True, unknown_producer_id_error=True)),
     ("1.1", dict(isr_keeps_last_member=True)),  # KAFKA-5642
     # 2.0.1
     (
@@ -303,7 +323,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
         ),
     ),
     ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
-    ("2.7", dict(alter_isr=True)),  # KIP-497
+    ("2.7", dict(alter_isr=True, invalid_producer_epoch_abortable=True)),  # KIP-497; KIP-588
     # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
     ("3.0", dict(enable_idempotence=True, acks="all")),
     # a5f7c82a867; KAFKA-13916; KAFKA-13790; no back-off after the last controlled shutdown

@@ -13,6 +13,7 @@ import pytest
 
 from kafkalab import Cluster, Rules, make_config, scenarios
 from kafkalab.config import Config
+from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.broker import NEVER_MS, Broker
@@ -708,3 +709,299 @@ def test_a_follower_learns_at_once_that_its_leaders_process_died() -> None:
     copied_ms, errors = _replicated_after_a_bounce(True)
     assert copied_ms > 30_000
     assert m.NETWORK_EXCEPTION not in errors
+
+
+# ---- the producer's errors by release --------------------------------------------------------
+
+
+def _zombie(preset: str) -> Cluster:
+    """p1 is fenced by p2 (same transactional.id) while paused; then it writes and aborts."""
+    c = Cluster(
+        brokers=3,
+        transactional_ids=["tx"],
+        replication="auto",
+        config={"preset": preset, "min.insync.replicas": 2},
+    )
+    settings = {"transactional_id": "tx", "acks": "all", "enable_idempotence": True}
+    c.producer("p1", **settings)
+    c.begin("p1")
+    c.produce("a", producer="p1")
+    c.pause("p1")
+    c.producer("p2", **settings)
+    c.advance(500)
+    c.begin("p2")
+    c.produce("b", producer="p2")
+    c.commit("p2")
+    c.resume("p1")
+    c.produce("a2", producer="p1")
+    c.abort("p1")
+    return c
+
+
+@pytest.mark.parametrize(
+    ("preset", "calls"),
+    [
+        ("2.6", [("fenced", "INVALID_PRODUCER_EPOCH"), ("abort", "INVALID_PRODUCER_EPOCH")]),
+        ("2.7", [("fenced", "PRODUCER_FENCED")]),
+    ],
+)
+def test_before_2_7_a_produces_invalid_producer_epoch_was_fatal(
+    preset: str, calls: list[tuple[str, str]]
+) -> None:
+    """Errors.INVALID_PRODUCER_EPOCH raised ProducerFencedException until KIP-588 (KAFKA-9911,
+    2.7.0): Sender.failBatch made it fatal at once, so the zombie's abort fails without a
+    request. Since 2.7 it only makes the transaction abortable, and the abort's EndTxn learns
+    from the coordinator, which now answers PRODUCER_FENCED, that p1 was fenced."""
+    c = _zombie(preset)
+    assert c.report().errors == {"a2": m.INVALID_PRODUCER_EPOCH}
+    got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+    assert [g for g in got if g[1] != "NONE"][: len(calls)] == calls
+    end_requests = [
+        e
+        for e in c.trace.of_kind("send")
+        if type(e.data["msg"]).__name__ == "EndTxnRequest" and e.node == "p1"
+    ]
+    assert len(end_requests) == (0 if preset == "2.6" else 1)
+
+
+def _epoch_refused_once() -> Any:
+    """A sequence rule that refuses the first batch it sees as from an old epoch."""
+    calls = []
+
+    def verdict(*args: Any) -> str:
+        calls.append(args)
+        return m.INVALID_PRODUCER_EPOCH if len(calls) == 1 else sequence_verdict(*args)
+
+    return verdict
+
+
+@pytest.mark.parametrize(("abortable", "acked"), [(True, ["B"]), (False, [])])
+def test_before_2_7_an_idempotent_producer_could_not_recover_from_invalid_producer_epoch(
+    abortable: bool, acked: list[str]
+) -> None:
+    """Before 2.7 any producer with a TransactionManager, idempotent ones too, went to the fatal
+    state on INVALID_PRODUCER_EPOCH (ProducerFencedException), and the Sender failed every
+    later batch with it (Sender.runOnce, maybeAbortBatches)."""
+    c = Cluster(
+        brokers=1,
+        rules=Rules(sequence_verdict=_epoch_refused_once()),
+        config={"invalid_producer_epoch_abortable": abortable},
+    )
+    c.producer("p")
+    c.produce("A", producer="p")
+    c.produce("B", producer="p")
+    c.advance(1000)
+    report = c.report()
+    assert report.acked == acked
+    assert report.errors["A"] == m.INVALID_PRODUCER_EPOCH
+    assert ("B" in report.errors) is not abortable
+
+
+@pytest.mark.parametrize(
+    ("preset", "error"), [("2.6", m.INVALID_PRODUCER_EPOCH), ("2.7", m.PRODUCER_FENCED)]
+)
+def test_the_coordinator_answers_a_fenced_epoch_by_release(preset: str, error: str) -> None:
+    """TransactionCoordinator.endTransaction: INVALID_PRODUCER_EPOCH until 2.6, PRODUCER_FENCED
+    since 2.7 (KAFKA-9911, b937ec75677); the client is fenced either way."""
+    c = Cluster(
+        brokers=3,
+        transactional_ids=["tx"],
+        replication="auto",
+        config={"preset": preset, "min.insync.replicas": 2},
+    )
+    settings = {"transactional_id": "tx", "acks": "all", "enable_idempotence": True}
+    c.producer("p1", **settings)
+    c.begin("p1")
+    c.produce("a", producer="p1")
+    c.pause("p1")
+    c.producer("p2", **settings)
+    c.advance(500)
+    c.resume("p1")
+    c.commit("p1")
+    got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+    assert ("fenced", error) in got
+
+
+def _idempotent_send(b: Broker, cid: int, value: str, seq: int, now: int = T0) -> Context:
+    req = m.ProduceRequest(TP, cid, (value,), 1, 30000, 9, 0, seq)
+    return deliver(b, req, src="p", now=now)
+
+
+@pytest.mark.parametrize(("five", "answer"), [(True, "duplicate"), (False, "refused")])
+def test_in_0_11_a_replica_remembered_only_a_producers_last_batch(five: bool, answer: str) -> None:
+    """ProducerIdEntry (0.11.0.2) held one batch: a retry of an older batch was out of order.
+    KAFKA-5494 (5d2422258cb, 1.0.0) keeps five and recognises it as a duplicate."""
+    b = leader(make_config({"idempotence_five_in_flight": five}))
+    _idempotent_send(b, 1, "A", 0)
+    _idempotent_send(b, 2, "B", 1)
+    ctx = _idempotent_send(b, 3, "A", 0)  # A again: its response was lost
+    rejected = [e["error"] for e in events(ctx, "produce_rejected")]
+    duplicates = events(ctx, "duplicate")
+    if answer == "duplicate":
+        assert rejected == [] and [d["first"] for d in duplicates] == [0]
+    else:
+        assert rejected == [m.OUT_OF_ORDER_SEQUENCE_NUMBER] and duplicates == []
+    ctx = _idempotent_send(b, 4, "B", 1)  # the last batch is recognised in every release
+    assert [d["first"] for d in events(ctx, "duplicate")] == [1]
+
+
+@pytest.mark.parametrize(
+    ("preset", "error"),
+    [("0.11", m.OUT_OF_ORDER_SEQUENCE_NUMBER), ("1.0", m.UNKNOWN_PRODUCER_ID), ("2.5", None)],
+)
+def test_an_unknown_producer_not_starting_at_0_by_release(preset: str, error: str | None) -> None:
+    """0.11's validateAppend treated a producer it had no entry for as one with a new epoch
+    (OutOfOrderSequenceException); KAFKA-5793 (94692288bed, 1.0.0) answers UNKNOWN_PRODUCER_ID;
+    KIP-360 (2.5.0) accepts it."""
+    b = leader(make_config({"preset": preset}))
+    ctx = _idempotent_send(b, 1, "x", 4)
+    rejected = [e["error"] for e in events(ctx, "produce_rejected")]
+    assert rejected == ([] if error is None else [error])
+
+
+def test_the_0_11_producer_needs_one_request_in_flight_with_idempotence() -> None:
+    """KafkaProducer.configureInflightRequests, 0.11.0.2: unset, it is 1 with idempotence;
+    any other value is a ConfigException. 1.0.0 (KAFKA-5494) allows up to 5."""
+    c = Cluster(brokers=1, transactional_ids=["tx"], config={"preset": "0.11"})
+    message = r"max\.in\.flight\.requests\.per\.connection=5 is not allowed with.*use 1"
+    with pytest.raises(ActionError, match=message):
+        c.producer("p", enable_idempotence=True, max_in_flight_requests_per_connection=5)
+    with pytest.raises(ActionError, match=message):
+        c.producer("t", transactional_id="tx", max_in_flight_requests_per_connection=5)
+    c.producer("q", enable_idempotence=True)
+    settings = c.sim.actors["q"].settings
+    assert (settings.max_in_flight_requests_per_connection, settings.acks) == (1, -1)
+    c.producer("r", enable_idempotence=False, max_in_flight_requests_per_connection=5)
+    newer = Cluster(brokers=1, config={"preset": "1.0"})
+    newer.producer("p", enable_idempotence=True, max_in_flight_requests_per_connection=5)
+    assert newer.sim.actors["p"].settings.max_in_flight_requests_per_connection == 5
+
+
+@pytest.mark.parametrize("preset", ["0.11", "2.6"])
+def test_a_transactional_id_turns_idempotence_on_with_acks_all(preset: str) -> None:
+    """KafkaProducer.configureTransactionState and configureAcks (0.11.0.0 to 2.8): a producer
+    with a transactional.id is idempotent, and acks left unset becomes all."""
+    c = Cluster(brokers=1, transactional_ids=["tx"], config={"preset": preset})
+    c.producer("p", transactional_id="tx")
+    settings = c.sim.actors["p"].settings
+    assert settings.enable_idempotence and settings.acks == -1
+
+
+@pytest.mark.parametrize(("five", "retried"), [(True, True), (False, False)])
+def test_0_11_never_retried_out_of_order_sequence_number(five: bool, retried: bool) -> None:
+    """Sender.canRetry (0.11.0.2) retried RetriableExceptions only; TransactionManager.canRetry
+    (KAFKA-5494, 1.0.0) retries OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the next
+    one. A's request is lost and A expires, so B (sequence 1) reaches a partition that never
+    saw the producer: 0.11 answers OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    config = {
+        "preset": "0.11",
+        "idempotence_five_in_flight": five,
+        "request.timeout.ms": 30000,
+    }
+    c = Cluster(brokers=1, config=config)
+    c.producer("p", enable_idempotence=True, delivery_timeout_ms=30000, retry_backoff_ms=100)
+    c.produce("A", producer="p", request="lost")
+    c.advance(10000)
+    c.produce("B", producer="p")  # waits behind A: one request in flight
+    c.advance(20000)  # A expires unanswered; B is sent
+    c.advance(500)
+    sends_of_b = [e for e in c.trace.of_kind("produce") if e.data["values"] == ["B"]]
+    assert c.report().errors.get("A") == "DELIVERY_TIMEOUT"
+    assert (len(sends_of_b) > 1) is retried
+    if not retried:
+        assert c.report().errors["B"] == m.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def _a_lost_retried_batch(preset: str, **producer: Any) -> Cluster:
+    """Z is acknowledged; every request of A is lost, so A is retried and expires after its
+    delivery.timeout.ms (2.5 s) without an answer; B, sent after A, is refused as out of order
+    until then; C comes once A has expired."""
+    c = Cluster(brokers=1, transactional_ids=["tx"], config={"preset": preset})
+    timeouts = {"request_timeout_ms": 1000, "delivery_timeout_ms": 2500, "retry_backoff_ms": 100}
+    c.producer("p", acks="all", enable_idempotence=True, **timeouts, **producer)
+    if "transactional_id" in producer:
+        c.begin("p")
+    c.produce("Z", producer="p")
+    for _ in range(5):
+        c.sim.add_rule("p", 1, (m.ProduceRequest,), None, match=lambda msg: msg.values == ("A",))
+    c.produce("A", producer="p")
+    c.advance(1500)
+    c.produce("B", producer="p")
+    c.advance(1100)
+    if "transactional_id" not in producer:
+        c.produce("C", producer="p")
+        c.advance(3000)
+    return c
+
+
+@pytest.mark.parametrize(
+    ("preset", "acked", "errors", "ids", "bumps"),
+    [
+        ("2.4", ["Z", "C"], {"B": m.OUT_OF_ORDER_SEQUENCE_NUMBER}, 2, 0),
+        ("2.5", ["Z", "B", "C"], {}, 1, 1),
+    ],
+)
+def test_an_expired_retried_batch_leaves_its_partition_unresolved(
+    preset: str, acked: list[str], errors: dict[str, str], ids: int, bumps: int
+) -> None:
+    """Sender.sendProducerData marks the partition of an expired batch in retry unresolved
+    (TransactionManager.markSequenceUnresolved, since 1.0.0): no new batch goes there, and
+    OUT_OF_ORDER_SEQUENCE_NUMBER is no longer retried as "an earlier batch is unanswered".
+    2.4 fails B and drops the producer id (Sender.failBatch, resetProducerId); 2.5 retries B
+    and bumps the epoch, since B follows the expired batch (canRetry, KAFKA-8805). Before,
+    B was retried until it expired too."""
+    c = _a_lost_retried_batch(preset)
+    report = c.report()
+    assert report.acked == acked
+    assert report.errors == {"A": "DELIVERY_TIMEOUT", **errors}
+    assert len(c.trace.of_kind("producer_id")) == ids
+    assert len(c.trace.of_kind("producer_epoch_bump")) == bumps
+
+
+@pytest.mark.parametrize(
+    ("preset", "calls"),
+    [
+        ("2.4", [("fatal", "UNRESOLVED_SEQUENCE"), ("abort", "UNRESOLVED_SEQUENCE")]),
+        ("2.5", [("abort", m.NONE), ("begin", m.NONE), ("commit", m.NONE)]),
+    ],
+)
+def test_a_transactional_producer_with_an_unresolved_partition(
+    preset: str, calls: list[tuple[str, str]]
+) -> None:
+    """Until 2.4 an unresolved sequence made a transactional producer fatal at once
+    (Sender.runOnce). Since 2.5 the transaction is abortable, and its abort bumps the epoch
+    (EndTxn, then InitProducerId: epochBumpRequired, KAFKA-8805), so the next transaction's
+    sequences start from 0 and it commits."""
+    c = _a_lost_retried_batch(preset, transactional_id="tx")
+    c.abort("p")
+    c.advance(500)
+    c.begin("p")
+    c.produce("C", producer="p")
+    c.commit("p")
+    c.advance(500)
+    got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+    assert got[1 : 1 + len(calls)] == calls
+    assert ("C" in c.report().acked) is (preset == "2.5")
+    init_requests = [
+        e
+        for e in c.trace.of_kind("send")
+        if type(e.data["msg"]).__name__ == "InitProducerIdRequest" and e.node == "p"
+    ]
+    assert (len(init_requests) > 1) is (preset == "2.5")  # the abort's epoch bump
+
+
+def test_a_batch_that_expires_unsent_leaves_no_gap() -> None:
+    """RecordAccumulator.drain numbers a batch when it is first sent: a batch that expires in
+    the queue never had a sequence, and the next one takes it."""
+    c = Cluster(brokers=2, replicas=[1], leader=1)
+    c.crash(1)
+    c.producer("p", delivery_timeout_ms=2000, retry_backoff_ms=100)
+    c.produce("A", producer="p")
+    c.advance(2500)  # no leader: A waits in the queue and expires unsent
+    c.restart(1)
+    c.advance(1000)
+    c.produce("B", producer="p")
+    c.advance(1000)
+    sends = [(e.data["values"], e.data["sequence"]) for e in c.trace.of_kind("produce")]
+    assert sends == [(["B"], 0)]
+    assert c.report().acked == ["B"] and c.report().errors == {"A": "DELIVERY_TIMEOUT"}

@@ -4,6 +4,7 @@ TransactionCoordinator.endTransaction does (3.6.0)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -142,3 +143,80 @@ def test_a_newer_epoch_than_the_coordinators_is_fenced(kind: str) -> None:
         _ask(c, "p", m.EndTxnRequest("tx", p.producer_id, epoch, True), "tx")
         assert _answers(c, m.EndTxnResponse) == [m.PRODUCER_FENCED]
     assert c.txn_states() == {"tx": "Ongoing"}
+
+
+# ---- the client's answer to the coordinator's refusals ----------------------------------------
+
+
+def _coordinator_forgets(c: Cluster, txn_id: str, **changes: Any) -> None:
+    """The coordinator loses ``txn_id``'s state (``changes`` empty), or holds another one: what
+    a lost __transaction_state record leaves behind."""
+    coordinator = c.sim.actors[c.partition_states()[txn_partition(txn_id)].leader]
+    part = coordinator.txn_coordinator.led[txn_partition(txn_id)]
+    if changes:
+        part.txns[txn_id] = replace(part.txns[txn_id], **changes)
+    else:
+        del part.txns[txn_id]
+
+
+def _preset_cluster(preset: str) -> Cluster:
+    return Cluster(
+        brokers=3,
+        replication="auto",
+        transactional_ids=["tx"],
+        config={"preset": preset, "min.insync.replicas": 2},
+    )
+
+
+def _calls(c: Cluster) -> list[tuple[str, str]]:
+    return [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
+
+
+@pytest.mark.parametrize("preset", ["0.11", "2.4", "2.5", "3.6"])
+def test_an_unknown_producer_id_is_fatal_until_2_4_and_abortable_since_2_5(preset: str) -> None:
+    """TransactionCoordinator.endTransaction answers INVALID_PRODUCER_ID_MAPPING when it has
+    no state for the transactional id (since 0.11.0.0). EndTxnHandler made it fatal (0.11.0.0:
+    an unhandled error) until KAFKA-8805 (5a073fca4cc, 2.5.0) made it abortable
+    (abortableErrorIfPossible); the abort then skips EndTxn and sends InitProducerId
+    (beginCompletingTransaction), which gets a new producer id."""
+    c = _preset_cluster(preset)
+    c.producer("p", transactional_id="tx")
+    c.begin("p")
+    c.produce("a", producer="p")
+    first_id = c.sim.actors["p"].producer_id
+    _coordinator_forgets(c, "tx")
+    c.commit("p")
+    assert _answers(c, m.EndTxnResponse) == [m.INVALID_PRODUCER_ID_MAPPING]
+    c.abort("p")
+    if preset in ("0.11", "2.4"):
+        assert _calls(c)[1:] == [
+            ("fatal", m.INVALID_PRODUCER_ID_MAPPING),
+            ("abort", m.INVALID_PRODUCER_ID_MAPPING),
+        ]
+        return
+    assert _calls(c)[1:] == [("end", m.INVALID_PRODUCER_ID_MAPPING), ("abort", m.NONE)]
+    assert len(_sent(c, m.EndTxnRequest)) == 1  # the abort sent InitProducerId instead
+    assert c.sim.actors["p"].producer_id != first_id
+    c.begin("p")
+    c.produce("b", producer="p")
+    c.commit("p")
+    assert _calls(c)[-1] == ("commit", m.NONE)
+
+
+def test_invalid_txn_state_from_the_coordinator_is_fatal() -> None:
+    """EndTxnHandler (and AddPartitionsToTxnHandler, AddOffsetsToTxnHandler) call fatalError
+    on INVALID_TXN_STATE (0.11.0.0 to 3.9): the producer can only be closed. Here the
+    coordinator holds the transaction as Empty, as if its Ongoing record were lost."""
+    c = _cluster()
+    c.producer("p", transactional_id="tx")
+    c.begin("p")
+    c.produce("a", producer="p")
+    _coordinator_forgets(c, "tx", state="Empty")
+    c.commit("p")
+    assert _answers(c, m.EndTxnResponse) == [m.INVALID_TXN_STATE]
+    assert _calls(c)[-1] == ("fatal", m.INVALID_TXN_STATE)
+    c.abort("p")
+    c.produce("b", producer="p")
+    assert _calls(c)[-1] == ("abort", m.INVALID_TXN_STATE)
+    assert c.report().errors == {"b": m.INVALID_TXN_STATE}
+    assert len(_sent(c, m.EndTxnRequest)) == 1

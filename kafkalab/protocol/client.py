@@ -6,16 +6,22 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   REQUEST_TIMED_OUT, or no answer within request.timeout.ms) sends the batch again after
   retry.backoff.ms, until ``retries`` or delivery.timeout.ms run out; the client refreshes its
   metadata from a broker first when the leader may have moved.
-- OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general; TransactionManager.canRetry
+- OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general (0.11 never retried it, and
+  its idempotent producer had one request in flight); TransactionManager.canRetry
   (since 1.0, KAFKA-5494) retries it when the refused batch is not the next one after the last
-  acknowledged: an earlier batch is still unanswered, and the refusal goes away once it lands.
-  (Kafka also requires that no batch of the partition has an unknown outcome, an "unresolved
-  sequence" left by a batch that expired after it was sent; the simulator does not track
-  those.) When the refused batch is the next one, there is a real gap. A transactional producer
-  fails the batch (the transaction can only be aborted). An idempotent producer, since 2.5
-  (KIP-360's client side, ``kip360``), bumps its epoch and numbers that partition from 0 again;
-  before, it failed the batch and dropped its producer id and every sequence number, then asked
-  for a new producer id (TransactionManager.resetProducerId).
+  acknowledged: an earlier batch is still unanswered, and the refusal goes away once it lands,
+  provided the partition is not "unresolved". When the refused batch is the next one, there is
+  a real gap. A transactional producer fails the batch (the transaction can only be aborted).
+  An idempotent producer, since 2.5 (KIP-360's client side, ``kip360``), bumps its epoch and
+  numbers that partition from 0 again; before, it failed the batch and dropped its producer id
+  and every sequence number, then asked for a new producer id
+  (TransactionManager.resetProducerId).
+- A batch that expires (delivery.timeout.ms) after a retry may or may not have been written:
+  since 1.0 its partition is *unresolved*. No new batch is sent there until the batches in
+  flight are answered; then, if the last acknowledged batch does not reach the expired one, the
+  gap is real: an idempotent producer bumps its epoch (2.5+) or drops its producer id (1.0 to
+  2.4), a transactional one must abort (2.5+; before, it could not continue). A batch that
+  expires before it was ever sent leaves no gap: Kafka numbers a batch when it sends it.
 - Without idempotence a retried batch goes back to the front of the queue (Kafka's reenqueue),
   behind requests already in flight: a lost request plus a retry can reorder records, and a lost
   *response* plus a retry writes the record twice.
@@ -28,7 +34,13 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   to it (AddPartitionsToTxn; with transaction version 2 the partition leader does it), can add a
   consumer group's offsets (sendOffsetsToTransaction), and ends the transaction with EndTxn once
   every batch is answered. A fenced producer (a newer instance bumped the epoch) can do nothing
-  more; after any other failed send the transaction can only be aborted.
+  more; after any other failed send the transaction can only be aborted, and since 2.5 the
+  abort also bumps the epoch (InitProducerId after the EndTxn). A produce answered
+  INVALID_PRODUCER_EPOCH is such a failed send since 2.7 (KIP-588); before, it meant fenced,
+  for an idempotent producer too (``invalid_producer_epoch_abortable``). INVALID_TXN_STATE from
+  the coordinator is fatal; INVALID_PRODUCER_ID_MAPPING (the coordinator does not know the
+  producer id) is fatal until 2.4 and abortable since 2.5, when the abort sends InitProducerId
+  instead of EndTxn.
 """
 
 from __future__ import annotations
@@ -44,19 +56,24 @@ from kafkalab.protocol.client_settings import (
     TxnCommand,
     idempotence_fits,
 )
-from kafkalab.protocol.internal_topics import offsets_partition, txn_partition
+from kafkalab.protocol.producer_txn import (
+    ABORTABLE_ERROR,
+    ABORTING,
+    COMMITTING,
+    FATAL_ERROR,
+    IN_TRANSACTION,
+    READY,
+    UNINITIALIZED,
+    abortable,
+    on_txn_response,
+    send_txn_request,
+    txn_command,
+    txn_complete,
+    txn_fatal,
+    txn_retry,
+)
 
 __all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand", "idempotence_fits"]
-
-# TransactionManager.State, reduced.
-UNINITIALIZED, READY, IN_TRANSACTION = "UNINITIALIZED", "READY", "IN_TRANSACTION"
-COMMITTING, ABORTING = "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION"
-ABORTABLE_ERROR, FATAL_ERROR = "ABORTABLE_ERROR", "FATAL_ERROR"
-FENCED = frozenset({m.PRODUCER_FENCED, m.INVALID_PRODUCER_EPOCH})
-TXN_RETRY = frozenset(
-    {m.CONCURRENT_TRANSACTIONS, m.NOT_COORDINATOR, m.COORDINATOR_LOAD_IN_PROGRESS}
-)
-TRANSACTION_ABORTED = "TRANSACTION_ABORTED"  # the client's TransactionAbortedException
 
 RETRIABLE = frozenset(
     {
@@ -69,6 +86,9 @@ RETRIABLE = frozenset(
 )
 REFRESH = frozenset({m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE})
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"  # the client's TimeoutException: delivery.timeout.ms passed
+# The client's KafkaException when a partition's sequences stay unresolved: "The client hasn't
+# received acknowledgment for some previously sent messages and can no longer retry them."
+UNRESOLVED_SEQUENCE = "UNRESOLVED_SEQUENCE"
 
 
 @dataclass(slots=True)
@@ -82,6 +102,7 @@ class _Batch:
     # has reset its id (RecordAccumulator.drain leaves a batch that has a sequence as it is).
     producer_id: int = -1
     producer_epoch: int = -1
+    retry: bool = False  # sent back to the queue at least once (ProducerBatch.inRetry)
 
 
 class KafkaProducer:
@@ -95,6 +116,10 @@ class KafkaProducer:
         self.producer_epoch = -1
         self.next_sequence: dict[str, int] = {}
         self.last_acked_sequence: dict[str, int] = {}
+        # TransactionManager.partitionsWithUnresolvedSequences: a partition where a retried batch
+        # expired, with the sequence that follows it; its outcome is unknown until the batches
+        # still in flight there are answered.
+        self.unresolved: dict[str, int] = {}
         self.queue: list[_Batch] = []
         self.inflight: dict[int, _Batch] = {}
         self.deadlines: dict[int, int] = {}
@@ -111,6 +136,9 @@ class KafkaProducer:
         self.txn_waiting: Any = None  # the call in flight
         self.txn_error = ""
         self.txn_deadline = 0
+        # 2.5+ (KIP-360): the abort of a transaction that failed a send also bumps the epoch
+        # (TransactionManager.epochBumpRequired)
+        self.epoch_bump_required = False
 
     # ---- actor interface ---------------------------------------------------------------------
 
@@ -135,7 +163,7 @@ class KafkaProducer:
         if isinstance(msg, ProduceCommand):
             self._enqueue(ctx, msg)
         elif isinstance(msg, TxnCommand):
-            self._txn_command(ctx, msg)
+            txn_command(self, ctx, msg)
         elif isinstance(msg, m.InitProducerIdResponse):
             self._on_init_producer_id(ctx, msg)
         elif isinstance(msg, m.MetadataResponse):
@@ -149,21 +177,25 @@ class KafkaProducer:
             | m.TxnOffsetCommitResponse
             | m.EndTxnResponse,
         ):
-            self._on_txn_response(ctx, msg)
+            on_txn_response(self, ctx, msg)
         self._drain(ctx)
 
     def _on_init_producer_id(self, ctx: Context, msg: m.InitProducerIdResponse) -> None:
         if not self.transactional and self.producer_id >= 0:
             return  # the answer to a repeated request: the producer already has its id
+        aborting = False
         if self.transactional:
             if self.txn_waiting != "init":
                 return
             self.txn_waiting = None
             if msg.error != m.NONE:
-                self._txn_retry(ctx, "init", msg.error)
+                txn_retry(self, ctx, "init", msg.error)
                 return
+            aborting = self.txn_state == ABORTING  # the abort's epoch bump
             self.txn_state = READY
-            self.next_sequence.clear()
+            self.next_sequence.clear()  # resetSequenceNumbers
+            self.last_acked_sequence.clear()
+            self.unresolved.clear()
         self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
         ctx.emit(
             "producer_id",
@@ -171,158 +203,8 @@ class KafkaProducer:
             producer_id=msg.producer_id,
             producer_epoch=msg.producer_epoch,
         )
-
-    # ---- transactions (TransactionManager) ------------------------------------------------------
-
-    def _txn_command(self, ctx: Context, cmd: TxnCommand) -> None:
-        if self.txn_state == FATAL_ERROR:
-            self._txn_result(ctx, cmd.op, self.txn_error or m.PRODUCER_FENCED)
-            return
-        allowed = {
-            "begin": (READY,),
-            "send_offsets": (IN_TRANSACTION,),
-            "commit": (IN_TRANSACTION,),
-            "abort": (IN_TRANSACTION, ABORTABLE_ERROR),
-        }[cmd.op]
-        if self.txn_state == ABORTABLE_ERROR and cmd.op != "abort":
-            # TransactionManager.maybeFailWithError: the error that made it abortable.
-            self._txn_result(ctx, cmd.op, self.txn_error, state=self.txn_state)
-            return
-        if self.txn_state not in allowed:
-            self._txn_result(ctx, cmd.op, m.INVALID_TXN_STATE, state=self.txn_state)
-            return
-        if cmd.op == "begin":
-            self.txn_state = IN_TRANSACTION
-            self.txn_partitions = set()
-            self.txn_started = False
-            self._txn_result(ctx, "begin", m.NONE)
-        elif cmd.op == "send_offsets":
-            self.txn_requests.append(("add_offsets", cmd.group, cmd.offsets))
-        elif cmd.op == "commit":
-            self.txn_state = COMMITTING
-            self.txn_requests.append(("end", True))
-        else:
-            self.txn_state = ABORTING
-            for batch in self.queue:  # unsent batches fail with TransactionAbortedException
-                self._outcome(ctx, batch, TRANSACTION_ABORTED, -1)
-            self.queue = []
-            self.txn_requests = [r for r in self.txn_requests if r[0] != "add_partitions"]
-            self.txn_requests.append(("end", False))
-
-    def _txn_result(self, ctx: Context, op: str, error: str, **extra: Any) -> None:
-        ctx.emit(
-            "txn_client",
-            producer=self.name,
-            op=op,
-            error=error,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            **extra,
-        )
-
-    def _coordinator(self, ctx: Context, tp: str) -> int | None:
-        leader = self.leaders.get(tp)
-        if leader is None:
-            self._refresh_metadata(ctx)
-        return leader
-
-    def _send_txn_request(self, ctx: Context) -> None:
-        """maybeSendAndPollTransactionalRequest: one coordinator call at a time, in order; the
-        EndTxn only once every batch of the transaction is answered, and only if a partition
-        or offsets were added to the transaction: else the end is complete at once, with no
-        request (TransactionManager.nextRequest)."""
-        if self.txn_waiting is not None or not self.txn_requests:
-            return
-        if self._timer_at.get("txn_backoff", -1) > ctx.now:
-            return
-        request = self.txn_requests[0]
-        kind = request if isinstance(request, str) else request[0]
-        if kind == "end" and (self.queue or self.inflight):
-            return
-        if kind == "end" and not self.txn_started:
-            self.txn_requests.pop(0)
-            self._txn_complete(ctx, request[1])
-            return
-        txn_id = self.settings.transactional_id
-        target = txn_partition(txn_id)
-        if kind == "txn_offset_commit":
-            target = offsets_partition(request[1])
-        coordinator = self._coordinator(ctx, target)
-        if coordinator is None:
-            return
-        pid, epoch = self.producer_id, self.producer_epoch
-        if kind == "init":
-            msg: Any = m.InitProducerIdRequest(txn_id, self.settings.transaction_timeout_ms)
-        elif kind == "add_partitions":
-            msg = m.AddPartitionsToTxnRequest(txn_id, pid, epoch, request[1])
-        elif kind == "add_offsets":
-            msg = m.AddOffsetsToTxnRequest(txn_id, pid, epoch, request[1])
-        elif kind == "txn_offset_commit":
-            msg = m.TxnOffsetCommitRequest(request[1], txn_id, pid, epoch, request[2])
-        else:
-            msg = m.EndTxnRequest(txn_id, pid, epoch, request[1])
-        self.txn_requests.pop(0)
-        self.txn_waiting = request
-        ctx.send(coordinator, msg)
-        self.txn_deadline = ctx.now + self.settings.request_timeout_ms
-        self._set_timer(ctx, "txn_timeout", self.settings.request_timeout_ms)
-
-    def _txn_retry(self, ctx: Context, request: Any, error: str) -> None:
-        kind = request if isinstance(request, str) else request[0]
-        if error in FENCED:
-            self._txn_fatal(ctx, error)
-            return
-        if error not in TXN_RETRY:
-            self.txn_state = ABORTABLE_ERROR
-            self.txn_error = error
-            self._txn_result(ctx, kind, error)
-            return
-        self.txn_requests.insert(0, request)
-        if error == m.NOT_COORDINATOR:
-            tp = txn_partition(self.settings.transactional_id)
-            if kind == "txn_offset_commit":
-                tp = offsets_partition(request[1])
-            self.leaders.pop(tp, None)
-        self._set_timer(ctx, "txn_backoff", self.settings.retry_backoff_ms)
-
-    def _txn_fatal(self, ctx: Context, error: str) -> None:
-        """A newer instance of this transactional.id bumped the epoch: this one is a zombie."""
-        self.txn_state = FATAL_ERROR
-        self.txn_error = error
-        self._txn_result(ctx, "fenced", error)
-        for batch in self.queue:
-            self._outcome(ctx, batch, error, -1)
-        self.queue = []
-        self.txn_requests = []
-
-    def _on_txn_response(self, ctx: Context, msg: Any) -> None:
-        request, self.txn_waiting = self.txn_waiting, None
-        if request is None:
-            return
-        if msg.error != m.NONE:
-            self._txn_retry(ctx, request, msg.error)
-            return
-        kind = request[0]
-        if kind == "add_partitions":
-            self.txn_partitions |= set(request[1])
-            self.txn_started = True
-        elif kind == "add_offsets":
-            self.txn_requests.insert(0, ("txn_offset_commit", request[1], request[2]))
-            self.txn_started = True
-        elif kind == "txn_offset_commit":
-            self._txn_result(ctx, "send_offsets", m.NONE, group=request[1])
-        elif kind == "end":
-            if msg.producer_epoch > self.producer_epoch:  # transaction version 2: a new epoch
-                self.producer_epoch = msg.producer_epoch
-                self.next_sequence.clear()
-            self._txn_complete(ctx, request[1])
-
-    def _txn_complete(self, ctx: Context, commit: bool) -> None:
-        """completeTransaction: ready for the next transaction."""
-        self.txn_state = READY
-        self.txn_partitions = set()
-        self.txn_started = False
-        self._txn_result(ctx, "commit" if commit else "abort", m.NONE)
+        if aborting:
+            txn_complete(self, ctx, False)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self._timer_at.get(name) == ctx.now:
@@ -336,7 +218,7 @@ class KafkaProducer:
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
-                self._txn_retry(ctx, request, m.NOT_COORDINATOR)
+                txn_retry(self, ctx, request, m.NOT_COORDINATOR)
             else:
                 self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
         elif name == "metadata":
@@ -354,7 +236,9 @@ class KafkaProducer:
     # ---- sending -----------------------------------------------------------------------------
 
     def _enqueue(self, ctx: Context, cmd: ProduceCommand) -> None:
-        if self.transactional and self.txn_state != IN_TRANSACTION:
+        if self.txn_state == FATAL_ERROR or (
+            self.transactional and self.txn_state != IN_TRANSACTION
+        ):
             error = self.txn_error if self.txn_state == FATAL_ERROR else m.INVALID_TXN_STATE
             self._outcome(ctx, _Batch(cmd.tp, cmd.values, -1, ctx.now), error, -1)
             return
@@ -375,8 +259,9 @@ class KafkaProducer:
         """Sender.sendProducerData: send queued batches up to max.in.flight, oldest first; a
         partition whose first batch waits (backoff, unknown leader) sends nothing after it
         (RecordAccumulator.drain)."""
+        self._maybe_resolve_sequences(ctx)
         if self.transactional:
-            self._send_txn_request(ctx)
+            send_txn_request(self, ctx)
         if self.settings.enable_idempotence and self.producer_id < 0:
             return
         limit = self.settings.max_in_flight_requests_per_connection
@@ -387,7 +272,10 @@ class KafkaProducer:
             leader = self.leaders.get(batch.tp)
             backoff = self._timer_at.get(f"backoff:{batch.tp}", -1) > ctx.now
             not_added = self.transactional and batch.tp not in self.txn_partitions
-            if batch.tp in blocked or leader is None or backoff or not_added:
+            # RecordAccumulator.shouldStopDrainBatchesForPartition: no new batch is sent to a
+            # partition whose sequences are unresolved
+            held = batch.attempts == 0 and batch.tp in self.unresolved
+            if batch.tp in blocked or leader is None or backoff or not_added or held:
                 blocked.add(batch.tp)
                 waiting.append(batch)
                 continue
@@ -470,30 +358,38 @@ class KafkaProducer:
         retriability."""
         if error != m.OUT_OF_ORDER_SEQUENCE_NUMBER:
             return error in RETRIABLE
+        if not self.settings.idempotence_five_in_flight:
+            return False  # 0.11: Sender.canRetry took retriable errors only
         if batch.producer_id != self.producer_id:
             return False  # sent under a producer id this producer has since dropped
-        if batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
+        unresolved = self.unresolved.get(batch.tp)
+        if unresolved is None and batch.sequence != self.last_acked_sequence.get(batch.tp, -1) + 1:
             return True  # an earlier batch is still unanswered: wait for it
         if self.transactional or not self.settings.kip360:
-            return False  # a real gap
-        self._bump_epoch(ctx, batch)
+            return False  # a real gap, or one that cannot be told from a lost batch
+        # 2.5+, idempotent: retried; a real gap, or the batch right after the expired one, also
+        # bumps the epoch
+        if unresolved is None or batch.sequence == unresolved:
+            self._bump_epoch(ctx, batch.tp, batch)
         return True
 
-    def _bump_epoch(self, ctx: Context, batch: _Batch) -> None:
+    def _bump_epoch(self, ctx: Context, tp: str, batch: _Batch | None = None) -> None:
         """TransactionManager.bumpIdempotentProducerEpoch: a local epoch bump, and the
-        partition's waiting batches numbered from 0 again (the broker accepts a new epoch only
-        at sequence 0)."""
+        partition's waiting batches (``batch`` first, if given) numbered from 0 again (the
+        broker accepts a new epoch only at sequence 0); the partition is no longer unresolved."""
         self.producer_epoch += 1
         sequence = 0
-        for b in [batch, *[q for q in self.queue if q.tp == batch.tp]]:
+        first: list[_Batch] = [] if batch is None else [batch]
+        for b in [*first, *[q for q in self.queue if q.tp == tp]]:
             b.sequence = sequence
             sequence += len(b.values)
-        self.next_sequence[batch.tp] = sequence
-        self.last_acked_sequence[batch.tp] = -1
+        self.next_sequence[tp] = sequence
+        self.last_acked_sequence[tp] = -1
+        self.unresolved.pop(tp, None)
         ctx.emit(
             "producer_epoch_bump",
             producer=self.name,
-            tp=batch.tp,
+            tp=tp,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
         )
@@ -505,6 +401,7 @@ class KafkaProducer:
         self.producer_id = self.producer_epoch = -1
         self.next_sequence.clear()
         self.last_acked_sequence.clear()
+        self.unresolved.clear()
         for b in self.queue:
             if b.attempts == 0:
                 b.sequence = self.next_sequence.get(b.tp, 0)
@@ -517,16 +414,22 @@ class KafkaProducer:
         expired = ctx.now - batch.created_ms >= s.delivery_timeout_ms
         if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
+            if error == DELIVERY_TIMEOUT:
+                self._expired_after_retry(ctx, batch)
             gap = error == m.OUT_OF_ORDER_SEQUENCE_NUMBER and batch.producer_id == self.producer_id
             if gap and not self.transactional and not s.kip360:
                 self._reset_producer_id(ctx)
             # Since 2.7 (KIP-588) a produce's INVALID_PRODUCER_EPOCH is abortable, not fatal:
-            # the abort's EndTxn then learns whether this instance was fenced.
-            if self.transactional and error == m.PRODUCER_FENCED:
-                self._txn_fatal(ctx, error)
+            # the abort's EndTxn then learns whether this instance was fenced. Before, the
+            # client raised it as ProducerFencedException, fatal for any producer with a
+            # producer id (Sender.failBatch, TransactionManager.maybeTransitionToErrorState).
+            old_fencing = error == m.INVALID_PRODUCER_EPOCH and batch.producer_id >= 0
+            if old_fencing and not s.invalid_producer_epoch_abortable:
+                txn_fatal(self, ctx, error)
+            elif self.transactional and error == m.PRODUCER_FENCED:
+                txn_fatal(self, ctx, error)
             elif self.transactional and self.txn_state != FATAL_ERROR:
-                self.txn_state = ABORTABLE_ERROR  # the transaction can only be aborted now
-                self.txn_error = error
+                abortable(self, error)  # the transaction can only be aborted now
             return
         ctx.emit(
             "produce_retry",
@@ -536,6 +439,7 @@ class KafkaProducer:
             error=error,
             attempt=batch.attempts,
         )
+        batch.retry = True
         if s.enable_idempotence:  # RecordAccumulator.insertInSequenceOrder
             at = next(
                 (
@@ -557,12 +461,75 @@ class KafkaProducer:
         """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has
         passed since it was created fails (Kafka's TimeoutException)."""
         keep = []
+        expired = []
         for batch in self.queue:
             if ctx.now - batch.created_ms >= self.settings.delivery_timeout_ms:
                 self._outcome(ctx, batch, DELIVERY_TIMEOUT, -1)
+                expired.append(batch)
             else:
                 keep.append(batch)
         self.queue = keep
+        for batch in expired:
+            if batch.attempts == 0:
+                self._unnumber(batch)
+            else:
+                self._expired_after_retry(ctx, batch)
+
+    def _unnumber(self, batch: _Batch) -> None:
+        """A batch that expires before it was ever sent never had a sequence in Kafka, which
+        numbers a batch when it is drained (RecordAccumulator.drain): the batches queued behind
+        it move down, so it leaves no gap."""
+        if batch.sequence < 0 or batch.producer_id >= 0:
+            return
+        for b in self.queue:
+            if b.tp == batch.tp and b.attempts == 0 and b.sequence > batch.sequence:
+                b.sequence -= len(batch.values)
+        self.next_sequence[batch.tp] = self.next_sequence.get(batch.tp, 0) - len(batch.values)
+
+    def _expired_after_retry(self, ctx: Context, batch: _Batch) -> None:
+        """Sender.sendProducerData: a batch that expires after a retry may or may not have been
+        written. 0.11 dropped the idempotent producer's id at once. Since 1.0 (KAFKA-5494) the
+        partition is unresolved until the batches in flight there are answered
+        (TransactionManager.markSequenceUnresolved); until 2.4 a transactional producer could
+        not continue (Sender.runOnce: a fatal error)."""
+        if not batch.retry or batch.sequence < 0 or batch.producer_id != self.producer_id:
+            return
+        s = self.settings
+        if not s.idempotence_five_in_flight:
+            if not self.transactional:
+                self._reset_producer_id(ctx)
+            return
+        if self.transactional and not s.kip360:
+            if self.txn_state != FATAL_ERROR:
+                txn_fatal(self, ctx, UNRESOLVED_SEQUENCE)
+            return
+        following = batch.sequence + len(batch.values)
+        self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, following), following)
+
+    def _maybe_resolve_sequences(self, ctx: Context) -> None:
+        """TransactionManager.maybeResolveSequences (2.5+; shouldResetProducerStateAfter-
+        ResolvingSequences before): once nothing sent to an unresolved partition is unanswered,
+        it is resolved if the last acknowledged batch is the one before the next sequence (a
+        later batch landed, so the expired one did too). If not, there is a gap: an idempotent
+        producer bumps its epoch for the partition (before 2.5, it drops its producer id); a
+        transactional one goes to an abortable error."""
+        for tp in sorted(self.unresolved):
+            pending = [*self.inflight.values(), *[b for b in self.queue if b.attempts > 0]]
+            if any(b.tp == tp for b in pending):
+                continue
+            del self.unresolved[tp]
+            unsent = [b.sequence for b in self.queue if b.tp == tp and b.attempts == 0]
+            following = min(unsent) if unsent else self.next_sequence.get(tp, 0)
+            if self.last_acked_sequence.get(tp, -1) + 1 == following:
+                continue
+            if not self.settings.kip360:
+                self._reset_producer_id(ctx)
+                return
+            if not self.transactional:
+                self._bump_epoch(ctx, tp)
+            elif self.txn_state in (IN_TRANSACTION, COMMITTING, ABORTABLE_ERROR):
+                abortable(self, UNRESOLVED_SEQUENCE)
+                self.epoch_bump_required = True
 
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""

@@ -27,6 +27,13 @@ class ProducerSettings:
     # The release's client side of KIP-360 (2.5): after a real sequence gap an idempotent
     # producer bumps its epoch; before, it fails the batch and gets a new producer id.
     kip360: bool = True
+    # The release's KIP-588 (2.7): a produce's INVALID_PRODUCER_EPOCH makes the transaction
+    # abortable; before, it was fatal (ProducerFencedException).
+    invalid_producer_epoch_abortable: bool = True
+    # The release's KAFKA-5494 (1.0): idempotence with up to 5 requests in flight, and
+    # OUT_OF_ORDER_SEQUENCE_NUMBER retried while an earlier batch is unanswered; before (0.11),
+    # idempotence needed exactly 1 request in flight, and that error was never retried.
+    idempotence_five_in_flight: bool = True
 
     def __post_init__(self) -> None:
         if self.transactional_id and not self.enable_idempotence:
@@ -46,6 +53,19 @@ class ProducerSettings:
                 "max.in.flight.requests.per.connection <= 5 (got acks="
                 f"{'all' if self.acks == -1 else self.acks}, retries={self.retries}, "
                 f"max.in.flight={self.max_in_flight_requests_per_connection})"
+            )
+        if (
+            self.enable_idempotence
+            and not self.idempotence_five_in_flight
+            and self.max_in_flight_requests_per_connection != 1
+        ):
+            # KafkaProducer.configureInflightRequests, 0.11.0.0 to 0.11.0.3
+            raise ConfigError(
+                "max.in.flight.requests.per.connection="
+                f"{self.max_in_flight_requests_per_connection} is not allowed with "
+                "enable.idempotence=true before Kafka 1.0 (the 0.11 preset, "
+                "idempotence_five_in_flight off): use 1, the default there (up to 5 from 1.0, "
+                "KAFKA-5494)"
             )
 
 

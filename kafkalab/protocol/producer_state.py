@@ -2,7 +2,8 @@
 
 Each batch an idempotent producer sends carries its producer id (PID), producer epoch and the
 sequence numbers of its records. Every replica keeps, per PID, the epoch and the metadata of
-the last five batches it appended (ProducerStateManager / ProducerStateEntry), and the leader
+the last five batches it appended (ProducerStateManager / ProducerStateEntry; since 1.0, 0.11
+kept the last one), and the leader
 checks each new batch against them (ProducerAppendInfo; the decision itself is the replaceable
 rule :func:`kafkalab.protocol.rules.sequence_verdict`):
 
@@ -87,14 +88,18 @@ class ProducerStateManager:
         first_seq: int,
         last_seq: int,
         rule: Callable[[int, Sequence[tuple[int, int]], int, int, int], str] = sequence_verdict,
+        *,
+        batches_retained: int = BATCHES_TO_RETAIN,
     ) -> tuple[str, BatchMetadata | None]:
         """What the leader does with a client batch: ("APPEND", None), (DUPLICATE, the original
         batch) or (an error name, None). ``rule`` decides (Kafka's :func:`sequence_verdict`
         unless a :class:`kafkalab.Rules` replaces it); a "DUPLICATE" verdict with no cached batch
-        of that sequence range has no original to point to."""
+        of that sequence range has no original to point to. ``batches_retained`` is how many of
+        the producer's latest batches the release remembers: 5 since 1.0 (KAFKA-5494), 1 in 0.11
+        (ProducerIdEntry held the last batch only)."""
         entry = self.producers.get(producer_id)
         known_epoch = NO_PRODUCER_EPOCH if entry is None else entry.epoch
-        batches = () if entry is None else tuple(entry.batches)
+        batches = () if entry is None else tuple(entry.batches)[-batches_retained:]
         verdict = rule(
             known_epoch, [(b.first_seq, b.last_seq) for b in batches], epoch, first_seq, last_seq
         )

@@ -15,7 +15,7 @@ from kafkalab.protocol.actor import Context
 from kafkalab.protocol.host import BrokerHost
 from kafkalab.protocol.internal_topics import txn_partition
 from kafkalab.protocol.partition import Partition
-from kafkalab.protocol.producer_state import DUPLICATE, AbortedTxn
+from kafkalab.protocol.producer_state import BATCHES_TO_RETAIN, DUPLICATE, AbortedTxn
 from kafkalab.protocol.purgatory import Purgatory
 from kafkalab.protocol.replica import (
     DelayedDeleteRecords,
@@ -124,12 +124,18 @@ class ReplicaManager:
         if req.producer_id < 0:
             first, last = r.log.append_as_leader(req.values, r.leader_epoch)
         else:
+            config = self.host.config
             if (
-                not self.host.config.kip360
+                not config.kip360
                 and req.base_sequence != 0
                 and req.producer_id not in r.producers.producers
             ):
-                self._reject(ctx, src, req, m.UNKNOWN_PRODUCER_ID)  # checkSequence before 2.5
+                # checkSequence before 2.5: UNKNOWN_PRODUCER_ID since 1.0 (KAFKA-5793); 0.11's
+                # validateAppend took the producer for one with a new epoch
+                error = m.UNKNOWN_PRODUCER_ID
+                if not config.unknown_producer_id_error:
+                    error = m.OUT_OF_ORDER_SEQUENCE_NUMBER
+                self._reject(ctx, src, req, error)
                 return None
             last_seq = req.base_sequence + len(req.values) - 1
             verdict, original = r.producers.check(
@@ -138,6 +144,7 @@ class ReplicaManager:
                 req.base_sequence,
                 last_seq,
                 self.host.rules.sequence_verdict,
+                batches_retained=BATCHES_TO_RETAIN if config.idempotence_five_in_flight else 1,
             )
             if verdict == DUPLICATE and original is not None:
                 ctx.emit(

@@ -128,7 +128,8 @@ def sequence_verdict(
     """What the leader does with an idempotent batch carrying ``epoch`` and the sequence numbers
     ``first_seq``..``last_seq``, given what this replica knows of the producer: its
     ``known_epoch`` (-1 for a producer it has never seen) and the ``(first_seq, last_seq)`` of
-    its last five batches in that epoch, oldest first (``cached``).
+    its last five batches in that epoch, oldest first (``cached``; the last one only in 0.11,
+    ``idempotence_five_in_flight`` off).
 
     - an older epoch than the known one: a zombie, "INVALID_PRODUCER_EPOCH";
     - the same epoch and the same sequence range as a cached batch: a retry of a batch already
@@ -140,8 +141,8 @@ def sequence_verdict(
       "OUT_OF_ORDER_SEQUENCE_NUMBER".
 
     (ProducerAppendInfo.checkProducerEpoch and checkSequence. Before 2.5 an unknown producer
-    had to start at 0 too, else UNKNOWN_PRODUCER_ID; the broker applies that older check
-    itself, before this rule, when ``kip360`` is off.)
+    had to start at 0 too, else UNKNOWN_PRODUCER_ID, or OUT_OF_ORDER_SEQUENCE_NUMBER in 0.11;
+    the broker applies that older check itself, before this rule, when ``kip360`` is off.)
     """
     if epoch < known_epoch:
         return INVALID_PRODUCER_EPOCH

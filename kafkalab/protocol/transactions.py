@@ -207,12 +207,19 @@ class TransactionCoordinator:
     def _check_producer(self, meta: TxnMetadata | None, pid: int, epoch: int) -> str:
         """A client's request must carry the transactional id's producer id and exactly its
         epoch (handleAddPartitionsToTransaction, handleVerifyPartitionsInTransaction, and
-        EndTxn from a client since 2.6, KAFKA-9600)."""
+        EndTxn from a client since 2.6, KAFKA-9600). An unknown transactional id or another
+        producer id is INVALID_PRODUCER_ID_MAPPING (since 0.11.0.0); a wrong epoch is
+        PRODUCER_FENCED since 2.7 (KIP-588), INVALID_PRODUCER_EPOCH before."""
         if meta is None or meta.producer_id != pid:
-            return m.INVALID_TXN_STATE  # Kafka: INVALID_PRODUCER_ID_MAPPING
+            return m.INVALID_PRODUCER_ID_MAPPING
         if epoch != meta.producer_epoch:
-            return m.PRODUCER_FENCED
+            return self._fenced()
         return m.NONE
+
+    def _fenced(self) -> str:
+        if self.broker.config.invalid_producer_epoch_abortable:
+            return m.PRODUCER_FENCED
+        return m.INVALID_PRODUCER_EPOCH
 
     def _add_partitions(
         self,

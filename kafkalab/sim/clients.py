@@ -156,27 +156,52 @@ class ClientSteps:
         if not isinstance(name, str) or not name or name in self.sim.actors:
             raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
         values = _client_settings("producer", ProducerSettings, settings)
-        # The producer's own default follows the release: acks=1 before 3.0, all since (KIP-679).
-        values["acks"] = c._acks(values.get("acks", c.config.acks))
-        if "enable_idempotence" not in values:
-            values["enable_idempotence"] = c.config.enable_idempotence and idempotence_fits(
-                values["acks"],
-                values.get("retries", 1),
-                values.get("max_in_flight_requests_per_connection", 5),
-            )
-        values.setdefault("request_timeout_ms", c.config.request_timeout_ms)
         txn_id = values.get("transactional_id")
+        self._producer_defaults(values)
+        values.setdefault("request_timeout_ms", c.config.request_timeout_ms)
         if txn_id:
             self._check_internal(txn_partition(str(txn_id)), "transactional_ids", txn_id)
             values["transaction_version"] = c.config.transaction_version
         try:
-            # the client side of KIP-360 follows the release, as the broker side does
-            settings_obj = ProducerSettings(**{**values, "kip360": c.config.kip360})
+            # the client follows the release, as the brokers do (KIP-360, KIP-588)
+            release = {
+                "kip360": c.config.kip360,
+                "invalid_producer_epoch_abortable": c.config.invalid_producer_epoch_abortable,
+                "idempotence_five_in_flight": c.config.idempotence_five_in_flight,
+            }
+            settings_obj = ProducerSettings(**{**values, **release})
         except (ConfigError, TypeError) as err:
             raise ActionError(f"producer {name!r}: {err}") from None
         c._step("producer", name=name, settings=values)
         self.clients[name] = ("producer", settings_obj)
         self._start(name)
+
+    def _producer_defaults(self, values: dict[str, Any]) -> None:
+        """The settings a producer leaves unset, as KafkaProducer fills them in for the
+        release. A transactional.id turns idempotence on (configureTransactionState, since
+        0.11); otherwise idempotence follows the release's default, and is off where the other
+        settings forbid it (KAFKA-13673). With idempotence on, acks is all (configureAcks), and
+        before 1.0 (KAFKA-5494) max.in.flight.requests.per.connection is 1
+        (configureInflightRequests)."""
+        config = self.cluster.config
+        if "enable_idempotence" not in values:
+            acks = self.cluster._acks(values.get("acks", config.acks))
+            values["enable_idempotence"] = bool(values.get("transactional_id")) or (
+                config.enable_idempotence
+                and idempotence_fits(
+                    acks,
+                    values.get("retries", 1),
+                    values.get("max_in_flight_requests_per_connection", 5),
+                )
+            )
+        idempotent = values["enable_idempotence"] is True
+        # The producer's own default follows the release: acks=1 before 3.0, all since (KIP-679),
+        # and all whenever idempotence is on.
+        values["acks"] = self.cluster._acks(
+            values.get("acks", "all" if idempotent else config.acks)
+        )
+        if idempotent and not config.idempotence_five_in_flight:
+            values.setdefault("max_in_flight_requests_per_connection", 1)
 
     def consumer(self, name: str, partitions: Any, settings: Mapping[str, Any]) -> None:
         c = self.cluster

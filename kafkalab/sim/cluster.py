@@ -221,7 +221,8 @@ class Cluster:
         ``enable.idempotence``, ``max.in.flight.requests.per.connection``, ``retries``,
         ``retry.backoff.ms``, ``request.timeout.ms``, ``delivery.timeout.ms``; dots or
         underscores). Defaults follow the cluster's config: idempotence as
-        ``enable.idempotence`` says, with acks=all."""
+        ``enable.idempotence`` says (always with a ``transactional.id``), with acks=all, and
+        one request in flight before 1.0 (``idempotence_five_in_flight`` off)."""
         self._client_steps.producer(name, settings)
 
     def consumer(
