@@ -215,11 +215,15 @@ class ReplicaManager:
     def _complete_after_append(self, ctx: Context, r: ReplicaState) -> None:
         """Partition.appendRecordsToLeader: the new records complete the waiting follower
         fetches, and the HW may move (a single-replica ISR). Since 2.1.1 (KAFKA-7697,
-        ``append_completes_fetches_after_hw``) the HW moves first, so the answers carry the new
-        HW; before, the fetches were answered with the HW from before the append."""
+        ``append_completes_fetches_after_hw``) the HW moves first, then the fetches are answered,
+        carrying the new HW, then the produces it completes (tryCompleteDelayedRequests); before,
+        the fetches were answered with the HW from before the append."""
         if self.host.config.append_completes_fetches_after_hw:
-            self.partition.maybe_increment_hw(ctx, r)
+            old_hw = r.log.hw
+            self.partition.maybe_increment_hw(ctx, r, complete_produces=False)
             self.purgatory.complete_fetches(ctx, r)
+            if r.log.hw > old_hw:
+                self.purgatory.complete_produces(ctx, r)
         else:
             self.purgatory.complete_fetches(ctx, r)
             self.partition.maybe_increment_hw(ctx, r)
