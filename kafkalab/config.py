@@ -109,7 +109,8 @@ class Config:
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     # Size retention (log.retention.bytes; -1 keeps everything): every
     # log.retention.check.interval.ms each replica deletes its oldest whole segments of
-    # log.segment.bytes while the log stays at least that large, never past the HW.
+    # log.segment.bytes while the log stays at least that large (the active one too once the HW
+    # reaches the LEO), never past the HW.
     retention_bytes: int = -1
     # 0.11.0.1 (KAFKA-5634): retention deletes no segment that reaches past the HW; before, it
     # deleted past the HW, and rolled and deleted the active segment when every segment went.
