@@ -87,6 +87,15 @@ class Config:
     # 0.8.2 (KAFKA-1430): the leader reads a follower's fetch before applying its offset, so a
     # response sent at once carries the HW from before that fetch.
     hw_read_before_fetch_update: bool = True
+    # 2.1.1 (KAFKA-7697): a leader append moves the HW first and then answers the waiting
+    # follower fetches, so they carry the new HW; before, the fetches were answered first.
+    append_completes_fetches_after_hw: bool = True
+    # 2.4 (7a7d4cb5819): the HW never falls below the log start offset (Log.updateHighWatermark),
+    # also when a restarted replica loads an older HW checkpoint; before, min(checkpoint, LEO).
+    hw_floor_at_log_start: bool = True
+    # 0.11 (KIP-107): the DeleteRecords request, and the leader's log start offset in fetch
+    # responses, which followers follow; before, neither existed.
+    kip107: bool = True
     # 2.4 to 2.5 (KIP-392's KAFKA-8443; removed by KAFKA-9731 in 2.6): a follower fetch is
     # answered as soon as the leader's HW is ahead of the HW last sent to that follower.
     follower_fetch_completes_on_hw_change: bool = False
@@ -100,8 +109,12 @@ class Config:
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     # Size retention (log.retention.bytes; -1 keeps everything): every
     # log.retention.check.interval.ms each replica deletes its oldest whole segments of
-    # log.segment.bytes while the log stays at least that large, never past the HW.
+    # log.segment.bytes while the log stays at least that large (the active one too once the HW
+    # reaches the LEO), never past the HW.
     retention_bytes: int = -1
+    # 0.11.0.1 (KAFKA-5634): retention deletes no segment that reaches past the HW; before, it
+    # deleted past the HW, and rolled and deleted the active segment when every segment went.
+    retention_bounded_by_hw: bool = True
     segment_bytes: int = 1073741824
     log_retention_check_interval_ms: int = 300000
     zookeeper_session_timeout_ms: int = 18000
@@ -263,6 +276,10 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             replica_lag_max_messages=4000,
             zookeeper_session_timeout_ms=6000,
             replica_fetch_backoff_ms=0,  # no back-off before KAFKA-1461
+            retention_bounded_by_hw=False,
+            append_completes_fetches_after_hw=False,
+            hw_floor_at_log_start=False,
+            kip107=False,
         ),
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up; KAFKA-2721;
@@ -288,7 +305,16 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             make_leader_resets_caught_up=True,
         ),
     ),
-    ("0.11", dict(leader_epochs=True, unclean_leader_election_enable=False)),  # KIP-101, KIP-106
+    # KIP-101, KIP-106, KIP-107; KAFKA-5634 (0.11.0.1)
+    (
+        "0.11",
+        dict(
+            leader_epochs=True,
+            unclean_leader_election_enable=False,
+            kip107=True,
+            retention_bounded_by_hw=True,
+        ),
+    ),
     # KAFKA-5494, KAFKA-5793
     ("1.0", dict(idempotence_five_in_flight=True, unknown_producer_id_error=True)),
     ("1.1", dict(isr_keeps_last_member=True)),  # KAFKA-5642
@@ -302,16 +328,20 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             isr_join_after_epoch_start=True,
         ),
     ),
-    # KIP-320; KAFKA-6082; KAFKA-7152
+    # KIP-320; KAFKA-6082; KAFKA-7152; KAFKA-7697 (2.1.1)
     (
         "2.1",
         dict(
-            kip320=True, zk_writes_fenced_by_controller_epoch=True, isr_keeps_follower_at_leo=True
+            kip320=True,
+            zk_writes_fenced_by_controller_epoch=True,
+            isr_keeps_follower_at_leo=True,
+            append_completes_fetches_after_hw=True,
         ),
     ),
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
-    ("2.4", dict(follower_fetch_completes_on_hw_change=True)),  # KAFKA-8443
+    # KAFKA-8443; 7a7d4cb5819
+    ("2.4", dict(follower_fetch_completes_on_hw_change=True, hw_floor_at_log_start=True)),
     # KIP-537 (defaults), KIP-360, KAFKA-9417
     (
         "2.5",

@@ -662,12 +662,14 @@ def test_without_a_size_limit_nothing_is_deleted_and_no_task_runs() -> None:
         assert any(name == "log_retention" for _, name, _ in ctx.timers) == scheduled
 
 
-def test_retention_keeps_the_active_segment() -> None:
+def test_retention_keeps_the_active_segment_until_the_hw_reaches_the_leo() -> None:
     from kafkalab.protocol.log import Disk, Log
 
     log = Log(Disk(tuple(Record(o, f"v{o}", 0) for o in range(10)), 0, ((0, 0),)))
+    log.hw = 9
+    assert log.retention_start(0, 500) == 5, "[5, 10) reaches past the HW: it stays"
     log.hw = 10
-    assert log.retention_start(0, 500) == 5, "[5, 10) holds the LEO: it stays"
+    assert log.retention_start(0, 500) == 10, "Log.deletableSegments: the LEO bounds the last"
 
 
 def test_retention_settings_are_validated() -> None:

@@ -57,7 +57,10 @@ class Broker:
         self.clean_restart = clean_restart  # the last run ended in a clean shutdown
         self.config = config
         self.auto_fetch = auto_fetch
-        self.partitions = {tp: load_replica(tp, disk) for tp, disk in disks.items()}
+        floor = config.hw_floor_at_log_start
+        self.partitions = {
+            tp: load_replica(tp, disk, hw_floor_at_log_start=floor) for tp, disk in disks.items()
+        }
         self.session: int | None = None
         self.live_brokers: frozenset[int] = frozenset()
         self.shutting_down_brokers: frozenset[int] = frozenset()  # KRaft metadata

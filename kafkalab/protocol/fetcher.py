@@ -133,9 +133,11 @@ class ReplicaFetcher:
                     last=resp.records[-1].offset,
                 )
             new_hw = host.rules.follower_hw(resp.hw, r.log.leo)
+            if host.config.hw_floor_at_log_start:  # Log.updateHighWatermark (2.4)
+                new_hw = max(new_hw, r.log.log_start_offset)
             if new_hw != r.log.hw:
                 set_hw(ctx, host.id, r, new_hw)
-            if r.log.increment_log_start_offset(resp.log_start_offset):
+            if host.config.kip107 and r.log.increment_log_start_offset(resp.log_start_offset):
                 ctx.emit("log_start_offset", broker=host.id, tp=r.tp, offset=resp.log_start_offset)
             self._next_fetch(ctx, r, 0)
         elif resp.error == m.OFFSET_OUT_OF_RANGE:

@@ -87,7 +87,7 @@ class Log:
 
     __slots__ = ("records", "hw", "hw_checkpoint", "flushed", "epochs", "log_start_offset")
 
-    def __init__(self, disk: Disk | None = None) -> None:
+    def __init__(self, disk: Disk | None = None, *, hw_floor_at_log_start: bool = True) -> None:
         disk = disk or Disk()
         self.records: list[Record] = list(disk.records)
         self.flushed = len(self.records)
@@ -95,11 +95,15 @@ class Log:
         # (LeaderEpochFileCache.truncateFromEnd).
         self.epochs: list[tuple[int, int]] = [e for e in disk.epochs if e[1] < len(self.records)]
         self.hw_checkpoint = disk.hw_checkpoint
-        # A restarted replica starts from its checkpointed HW (never past its own LEO).
-        self.hw = min(disk.hw_checkpoint, len(self.records))
         # The first offset a reader may fetch (DeleteRecords, KIP-107, 0.11). Records below it
         # stay in ``records`` (their segment is not deleted yet) but no reader gets them.
         self.log_start_offset = min(disk.log_start_offset, len(self.records))
+        # A restarted replica starts from its checkpointed HW, never past its own LEO, and since
+        # 2.4 (Log.updateHighWatermark) never below its log start offset, which the periodic HW
+        # checkpoint may lag behind.
+        self.hw = min(disk.hw_checkpoint, len(self.records))
+        if hw_floor_at_log_start:
+            self.hw = max(self.hw, self.log_start_offset)
 
     @property
     def leo(self) -> int:
@@ -196,11 +200,12 @@ class Log:
         self.log_start_offset = min(self.log_start_offset, offset)
         return removed
 
-    def increment_log_start_offset(self, offset: int) -> bool:
+    def increment_log_start_offset(self, offset: int, *, past_hw: bool = False) -> bool:
         """UnifiedLog.maybeIncrementLogStartOffset: move the log start offset forward, never past
-        the HW; the epoch cache forgets what starts before it, keeping the epoch in force there
+        the HW (``past_hw``: the retention of 0.8 to 0.11.0.0, which had no such bound); the
+        epoch cache forgets what starts before it, keeping the epoch in force there
         (LeaderEpochFileCache.truncateFromStart). Returns whether it moved."""
-        if offset > self.hw or offset <= self.log_start_offset:
+        if (offset > self.hw and not past_hw) or offset <= self.log_start_offset:
             return False
         self.log_start_offset = offset
         before = [e for e in self.epochs if e[1] <= offset]
@@ -208,24 +213,29 @@ class Log:
         self.epochs = ([(before[-1][0], offset)] if before else []) + after
         return True
 
-    def retention_start(self, retention_bytes: int, segment_bytes: int) -> int | None:
+    def retention_start(
+        self, retention_bytes: int, segment_bytes: int, *, bounded_by_hw: bool = True
+    ) -> int | None:
         """UnifiedLog.deleteRetentionSizeBreachedSegments: the log start offset after deleting
         the oldest whole segments while what remains is at least ``retention_bytes``, or None
-        when nothing goes. A segment holds ``segment_bytes`` of records (each RECORD_BYTES);
-        the active one, holding the LEO, is never deleted, nor one that reaches past the HW
-        (deleteOldSegments), so the log start offset never passes the HW."""
+        when nothing goes. A segment holds ``segment_bytes`` of records (each RECORD_BYTES),
+        counted from offset 0. Since 0.11.0.1 (KAFKA-5634, ``bounded_by_hw``) a segment goes
+        only if the HW has reached its end (deleteOldSegments), so the log start offset never
+        passes the HW; before, the HW did not count. When every segment goes, the active one
+        too (it must hold records), the log first rolls a new one and starts at the LEO."""
         if retention_bytes < 0:
             return None
         per_segment = max(1, segment_bytes // RECORD_BYTES)
+        limit = self.hw if bounded_by_hw else self.leo
         base = self.log_start_offset // per_segment * per_segment
         excess = (self.leo - base) * RECORD_BYTES - retention_bytes
         start = None
-        while base + per_segment < self.leo and base + per_segment <= self.hw:
-            if excess < per_segment * RECORD_BYTES:
+        while base < self.leo:
+            end = min(base + per_segment, self.leo)  # the active segment ends at the LEO
+            if end > limit or excess < (end - base) * RECORD_BYTES:
                 break
-            excess -= per_segment * RECORD_BYTES
-            base += per_segment
-            start = base
+            excess -= (end - base) * RECORD_BYTES
+            base = start = end
         return start
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
@@ -263,10 +273,12 @@ def epoch_end_offset(epochs: Sequence[tuple[int, int]], leo: int, epoch: int) ->
     OffsetsForLeaderEpoch, from an epoch cache of (epoch, start offset) pairs and the LEO.
 
     The latest epoch ends at the LEO. An older epoch is answered with the largest epoch at or below
-    it and the start offset of the first epoch after it (KIP-279). An epoch newer than every entry
-    is undefined.
+    it and the start offset of the first epoch after it (KIP-279). An epoch newer than every entry,
+    and the undefined epoch -1, are undefined.
     """
-    if not epochs:
+    if not epochs or epoch == UNDEFINED_EPOCH:
+        # A follower with no epoch to ask about (KAFKA-6857 made it explicit in 2.0.0; before,
+        # an epoch older than the first entry was already undefined).
         return UNDEFINED_EPOCH, UNDEFINED_OFFSET
     latest = epochs[-1][0]
     if epoch == latest:

@@ -265,7 +265,9 @@ class Partition:
             return True
         return now - remote.last_caught_up_ms <= config.replica_lag_time_max_ms
 
-    def maybe_increment_hw(self, ctx: Context, r: ReplicaState) -> None:
+    def maybe_increment_hw(
+        self, ctx: Context, r: ReplicaState, *, complete_produces: bool = True
+    ) -> None:
         """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO of the leader and every
         member of the ISR, and since 0.10.2 (KAFKA-4485, ``hw_includes_caught_up_followers``) of
         any caught-up follower outside it, which is about to join. Since 3.6 (KAFKA-15021,
@@ -296,7 +298,8 @@ class Partition:
         if new_hw != old_hw:
             set_hw(ctx, self.host.id, r, new_hw)
         if new_hw > old_hw:
-            self.purgatory.complete_produces(ctx, r)
+            if complete_produces:
+                self.purgatory.complete_produces(ctx, r)
             if config.follower_fetch_completes_on_hw_change:
                 self.purgatory.complete_fetches_behind(ctx, r, new_hw)
 

@@ -102,10 +102,10 @@ class ReplicaState:
     armed: dict[str, int] = field(default_factory=dict)  # timer name -> when it fires
 
 
-def load_replica(tp: str, disk: Disk) -> ReplicaState:
+def load_replica(tp: str, disk: Disk, *, hw_floor_at_log_start: bool = True) -> ReplicaState:
     """A replica as a starting broker loads it: its log, and the producer state rebuilt from
     that log."""
-    log = Log(disk)
+    log = Log(disk, hw_floor_at_log_start=hw_floor_at_log_start)
     return ReplicaState(tp, log, producers=ProducerStateManager.rebuild(log.records))
 
 

@@ -104,8 +104,7 @@ class ReplicaManager:
         if appended is None:
             return
         first, last = appended
-        self.purgatory.complete_fetches(ctx, r)
-        self.partition.maybe_increment_hw(ctx, r)
+        self._complete_after_append(ctx, r)
         if req.acks == -1 and r.log.hw > last and len(r.isr) >= min_isr(self.host.config, r):
             reply(m.NONE, first)  # a duplicate of records already committed
         elif req.acks == -1:
@@ -217,9 +216,24 @@ class ReplicaManager:
             DelayedProduce(self.host.id, None, first, last + 1, deadline, reply)
         )
         arm(ctx, r, "produce_timeout", deadline)
-        self.purgatory.complete_fetches(ctx, r)
-        self.partition.maybe_increment_hw(ctx, r)
+        self._complete_after_append(ctx, r)
         self.purgatory.complete_produces(ctx, r)
+
+    def _complete_after_append(self, ctx: Context, r: ReplicaState) -> None:
+        """Partition.appendRecordsToLeader: the new records complete the waiting follower
+        fetches, and the HW may move (a single-replica ISR). Since 2.1.1 (KAFKA-7697,
+        ``append_completes_fetches_after_hw``) the HW moves first, then the fetches are answered,
+        carrying the new HW, then the produces it completes (tryCompleteDelayedRequests); before,
+        the fetches were answered with the HW from before the append."""
+        if self.host.config.append_completes_fetches_after_hw:
+            old_hw = r.log.hw
+            self.partition.maybe_increment_hw(ctx, r, complete_produces=False)
+            self.purgatory.complete_fetches(ctx, r)
+            if r.log.hw > old_hw:
+                self.purgatory.complete_produces(ctx, r)
+        else:
+            self.purgatory.complete_fetches(ctx, r)
+            self.partition.maybe_increment_hw(ctx, r)
 
     # ---- transactions on a data partition (leader) ---------------------------------------------
 
@@ -473,13 +487,18 @@ class ReplicaManager:
 
     def _apply_retention(self, ctx: Context) -> None:
         """LogManager.cleanupLogs: every replica, leader or follower, deletes its own segments
-        past retention.bytes; the log start offset moves to the first segment kept."""
+        past retention.bytes; the log start offset moves to the first segment kept. Before
+        0.11.0.1 (``retention_bounded_by_hw`` off) it could pass the HW: records no consumer had
+        been allowed to read, acknowledged with acks=1, went before any follower copied them."""
         config = self.host.config
         for r in self.host.partitions.values():
             if r.tp.startswith("__"):
                 continue  # the internal topics keep their own retention, not modelled
-            start = r.log.retention_start(config.retention_bytes, config.segment_bytes)
-            if start is not None and r.log.increment_log_start_offset(start):
+            bounded = config.retention_bounded_by_hw
+            start = r.log.retention_start(
+                config.retention_bytes, config.segment_bytes, bounded_by_hw=bounded
+            )
+            if start is not None and r.log.increment_log_start_offset(start, past_hw=not bounded):
                 ctx.emit("log_start_offset", broker=self.host.id, tp=r.tp, offset=start)
 
     def _isr_check_period_ms(self) -> int:

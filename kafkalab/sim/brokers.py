@@ -216,6 +216,12 @@ class BrokerSteps:
             raise ActionError(
                 f"offset={offset!r} is not allowed: use a whole number >= 0, or -1 for the HW"
             )
+        if not c.config.kip107:
+            raise ActionError(
+                f"delete_records is not allowed with preset {c.config.preset or 'custom'} "
+                "(kip107 off): the DeleteRecords request came with KIP-107 in Kafka 0.11.0.0; "
+                "use preset 0.11 or later"
+            )
         tp = c._tp(partition)
         leader = c.partition_states()[tp].leader
         if leader is None:

@@ -372,7 +372,8 @@ class Cluster:
     def delete_records(self, offset: int, *, partition: int | str | None = None) -> None:
         """DeleteRecords (KIP-107, 0.11): the partition's leader moves its log start offset to
         ``offset`` (-1: its HW; above the HW is refused with OFFSET_OUT_OF_RANGE). Readers no
-        longer get the records below it; followers move theirs on their next fetch."""
+        longer get the records below it; followers move theirs on their next fetch. Refused
+        before 0.11 (``kip107`` off), which had no such request."""
         self._brokers.delete_records(offset, partition)
 
     def alter_partition(
