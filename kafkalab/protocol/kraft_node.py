@@ -399,7 +399,7 @@ class KRaftNode:
         offset, ready = None, False
         if hb.want_shutdown or hb.broker in self._shutdown_offsets:
             offset, ready = self._shutdown_step(ctx, hb.broker)
-        elif info.fenced:
+        elif info.fenced and hb.metadata_offset >= info.broker_epoch:  # caught up: 3.3.2+
             offset = self._set_broker(ctx, hb.broker, fenced=False, shutting_down=False)
             self._elect_where_possible(ctx)
             offset = max(offset, self.raft.leo - 1)
