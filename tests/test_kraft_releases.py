@@ -193,3 +193,14 @@ def test_a_restarted_broker_is_refused_while_its_old_session_is_valid() -> None:
     assert c.leader == 2 and node.brokers[1].incarnation == 0
     c.advance(10000)  # the retries go 0.1, 0.2, 0.4 ... 6.4 s apart
     assert node.brokers[1].incarnation == 1 and not node.brokers[1].fenced
+
+
+def test_a_fenced_broker_stays_fenced_until_it_has_applied_its_registration_record() -> None:
+    """BrokerHeartbeatManager.calculateNextBrokerState: a fenced broker is unfenced only by a
+    heartbeat whose currentMetadataOffset reaches its registration record (its broker epoch)."""
+    node = _active_node(True)
+    node.brokers[2] = BrokerInfo(5, fenced=True)
+    ctx = Context(0, "c1")
+    node.handle(ctx, 2, m.BrokerHeartbeat(2, 5, False, 4))
+    (reply,) = [msg for _, msg, _ in ctx.sends if isinstance(msg, m.BrokerHeartbeatResponse)]
+    assert reply.fenced and node.brokers[2].fenced
