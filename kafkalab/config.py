@@ -192,7 +192,21 @@ class Config:
     # The most a KRaft candidate waits between an election that failed and its next try.
     controller_quorum_election_backoff_max_ms: int = 1000
     controller_quorum_fetch_timeout_ms: int = 2000
-    eligible_leader_replicas_enable: bool = False  # KIP-966 (eligible.leader.replicas.version)
+    # KIP-966 (eligible.leader.replicas.version=1): usable from 4.0 only, so refused with an
+    # earlier preset (3.7 to 3.9 gated it behind a metadata version above their production one).
+    eligible_leader_replicas_enable: bool = False
+    # 3.9 (KAFKA-12670): a KRaft controller reads unclean.leader.election.enable; from 2.8 to
+    # 3.8 it never elected an out-of-sync replica, whatever the setting.
+    kraft_unclean_election: bool = True
+    # 3.9 (KAFKA-12670): how often a KRaft controller looks for leaderless partitions that unclean
+    # election (turned on later) may now give a leader; Kafka's internal setting.
+    unclean_leader_election_interval_ms: int = 300000
+    # 3.7 (KAFKA-15489): a KRaft quorum leader that no majority fetched from for 1.5 times
+    # controller.quorum.fetch.timeout.ms resigns; before, it stayed leader, cut off or not.
+    kraft_check_quorum: bool = True
+    # 3.2 (KAFKA-13682): a KRaft controller moves leaders back to their preferred replica when
+    # auto.leader.rebalance.enable is on; before, only on request.
+    kraft_leader_balancing: bool = True
     hw_includes_caught_up_followers: bool = True  # 0.10.2 (KAFKA-4485)
     # 3.6 (KAFKA-15021): in KRaft an ISR shrink no longer bumps the leader epoch; so that a dead
     # follower does not hold the HW back, a caught-up follower outside the ISR counts only if it
@@ -280,6 +294,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             append_completes_fetches_after_hw=False,
             hw_floor_at_log_start=False,
             kip107=False,
+            kraft_unclean_election=False,
+            kraft_check_quorum=False,
+            kraft_leader_balancing=False,
         ),
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up; KAFKA-2721;
@@ -365,13 +382,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             reset_followers_only_on_new_epoch=True,
             isr_join_only_eligible=True,
             controlled_shutdown_backoff_after_last_attempt=False,
+            kraft_leader_balancing=True,  # KAFKA-13682 (3.2)
         ),
     ),
     # KIP-890 part 1; KAFKA-15021
     ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
-    ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
-    # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2).
-    ("4.0", dict(controller_mode="kraft", transaction_version=2)),
+    ("3.7", dict(hw_freeze_under_min_isr=True, kraft_check_quorum=True)),  # KAFKA-15583, 15489
+    # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2);
+    # unclean election in KRaft (KAFKA-12670, 3.9).
+    ("4.0", dict(controller_mode="kraft", transaction_version=2, kraft_unclean_election=True)),
 ]
 
 
@@ -462,6 +481,7 @@ def _validate(c: Config) -> None:
         "controller_quorum_election_timeout_ms",
         "controller_quorum_fetch_timeout_ms",
         "transaction_abort_timed_out_transaction_cleanup_interval_ms",
+        "unclean_leader_election_interval_ms",
     ):
         value = getattr(c, name)
         if value < 1:
@@ -502,6 +522,7 @@ def _validate(c: Config) -> None:
             f"controller.quorum.election.backoff.max.ms="
             f"{c.controller_quorum_election_backoff_max_ms} is not allowed: use a time >= 0 ms"
         )
+    _validate_release(c)
     if c.min_insync_replicas < 1:
         raise ConfigError(f"min.insync.replicas={c.min_insync_replicas} is not allowed: use >= 1")
     if c.replication_factor is not None:
@@ -531,4 +552,31 @@ def _validate(c: Config) -> None:
         raise ConfigError(
             f"replica.lag.max.messages={c.replica_lag_max_messages} is not allowed: "
             "use >= 1, or null to turn the legacy rule off"
+        )
+
+
+# KRaft came in 2.8 (KIP-500); Eligible Leader Replicas became usable in 4.0 (KIP-966).
+KRAFT_FIRST_RELEASE = (2, 8)
+ELR_FIRST_RELEASE = (4, 0)
+
+
+def _release(preset: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in preset.split("."))
+
+
+def _validate_release(c: Config) -> None:
+    """Refuse what the preset's release did not have."""
+    if c.preset is None:
+        return
+    release = _release(c.preset)
+    if c.controller_mode == "kraft" and release < KRAFT_FIRST_RELEASE:
+        raise ConfigError(
+            f"controller_mode='kraft' is not allowed with preset {c.preset!r}: KRaft came in "
+            "2.8 (KIP-500); use a preset from 3.0 on, or controller_mode 'zk' or 'dedicated'"
+        )
+    if c.eligible_leader_replicas_enable and release < ELR_FIRST_RELEASE:
+        raise ConfigError(
+            f"eligible.leader.replicas.enable=true is not allowed with preset {c.preset!r}: "
+            "Eligible Leader Replicas (KIP-966) work from 4.0 on (3.7 to 3.9 only under an "
+            "unreleased metadata version); use preset '4.0' or later, or no preset"
         )

@@ -89,9 +89,54 @@ def test_counts_and_back_offs_may_be_zero_but_not_negative(key: str):
 
 
 def test_the_defaults_are_the_newest_preset():
+    """The defaults are the 3.7 preset, plus what changed since in KRaft mode alone (unclean
+    election, KAFKA-12670, 3.9); the 4.0 preset also turns KRaft and transaction version 2 on."""
     default = Config()
     for key, value in PRESETS["3.7"].items():
-        assert getattr(default, key) == value, key
+        expected = True if key == "kraft_unclean_election" else value
+        assert getattr(default, key) == expected, key
+    assert PRESETS["4.0"]["kraft_unclean_election"] is True
+
+
+@pytest.mark.parametrize("preset", ["0.8", "2.5", "2.7"])
+def test_kraft_is_refused_with_a_preset_before_2_8(preset: str):
+    with pytest.raises(ConfigError, match=rf"controller_mode='kraft' .* preset '{preset}'.*2[.]8"):
+        make_config({"preset": preset, "controller_mode": "kraft"})
+    assert make_config({"preset": "3.0", "controller_mode": "kraft"}).controller_mode == "kraft"
+
+
+@pytest.mark.parametrize("preset", ["3.0", "3.6", "3.7"])
+def test_eligible_leader_replicas_are_refused_with_a_preset_before_4_0(preset: str):
+    settings = {
+        "preset": preset,
+        "controller_mode": "kraft",
+        "eligible_leader_replicas_enable": True,
+    }
+    with pytest.raises(ConfigError, match=rf"eligible.leader.replicas.enable=true .* '{preset}'"):
+        make_config(settings)
+    assert make_config({**settings, "preset": "4.0"}).eligible_leader_replicas_enable
+    assert make_config({**settings, "preset": None}).eligible_leader_replicas_enable
+
+
+@pytest.mark.parametrize(
+    ("preset", "unclean", "check_quorum", "balancing"),
+    [
+        ("3.0", False, False, False),
+        ("3.3", False, False, True),
+        ("3.6", False, False, True),
+        ("3.7", False, True, True),
+        ("4.0", True, True, True),
+    ],
+)
+def test_the_kraft_switches_follow_the_releases(
+    preset: str, unclean: bool, check_quorum: bool, balancing: bool
+):
+    c = make_config({"preset": preset})
+    assert (c.kraft_unclean_election, c.kraft_check_quorum, c.kraft_leader_balancing) == (
+        unclean,
+        check_quorum,
+        balancing,
+    )
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

@@ -48,6 +48,7 @@ class Broker:
         auto_fetch: bool,
         controller_nodes: tuple[str, ...] = (),
         clean_restart: bool = False,
+        incarnation: int = 0,
         rules: Rules = DEFAULT_RULES,
     ) -> None:
         self.id = broker_id
@@ -55,6 +56,7 @@ class Broker:
         self.kraft = config.controller_mode == "kraft"
         self.controller_nodes = controller_nodes  # the KRaft quorum, when there is one
         self.clean_restart = clean_restart  # the last run ended in a clean shutdown
+        self.incarnation = incarnation  # which run of this broker it is (0 the first)
         self.config = config
         self.auto_fetch = auto_fetch
         floor = config.hw_floor_at_log_start

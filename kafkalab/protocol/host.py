@@ -26,6 +26,7 @@ class BrokerHost(Protocol):
     kraft: bool
     auto_fetch: bool
     clean_restart: bool
+    incarnation: int  # which run of the broker this is
     controller_nodes: tuple[str, ...]
     partitions: dict[str, ReplicaState]
     session: int | None  # the ZooKeeper session, or the KRaft broker epoch

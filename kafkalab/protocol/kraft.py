@@ -23,7 +23,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-__all__ = ["ElectionRules", "PartitionRegistration", "partition_change", "remove_from_isr"]
+__all__ = [
+    "BrokerInfo",
+    "BrokerStateRecord",
+    "ElectionRules",
+    "PartitionChangeRecord",
+    "PartitionRegistration",
+    "RegisterBrokerRecord",
+    "has_preferred_leader",
+    "partition_change",
+    "preferred_election",
+    "remove_from_isr",
+    "without_elr_member",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,3 +152,70 @@ def remove_from_isr(
     return partition_change(
         part, target_isr=target, acceptable=lambda r: r != broker and acceptable(r), rules=rules
     )
+
+
+def preferred_election(
+    part: PartitionRegistration, acceptable: Callable[[int], bool]
+) -> PartitionRegistration:
+    """PartitionChangeBuilder's preferred election: the preferred (first) replica leads again
+    when it is in the ISR and acceptable. Returns ``part`` itself when nothing changes."""
+    preferred = part.replicas[0]
+    if part.leader == preferred or preferred not in part.isr or not acceptable(preferred):
+        return part
+    return replace(
+        part,
+        leader=preferred,
+        leader_epoch=part.leader_epoch + 1,
+        partition_epoch=part.partition_epoch + 1,
+    )
+
+
+def has_preferred_leader(part: PartitionRegistration) -> bool:
+    """PartitionRegistration.hasPreferredLeader."""
+    return bool(part.replicas) and part.leader == part.replicas[0]
+
+
+def without_elr_member(part: PartitionRegistration, broker: int) -> PartitionRegistration:
+    """KAFKA-15586: ``broker`` leaves the ELR and the last known ELR (``part`` itself if it is in
+    neither)."""
+    if broker not in part.elr and broker not in part.last_known_elr:
+        return part
+    return replace(
+        part,
+        elr=tuple(r for r in part.elr if r != broker),
+        last_known_elr=tuple(r for r in part.last_known_elr if r != broker),
+        partition_epoch=part.partition_epoch + 1,
+    )
+
+
+# ---- the metadata records a KRaft controller writes -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_epoch: int
+    fenced: bool = True
+    shutting_down: bool = False
+    incarnation: int = 0  # which run of the broker registered (Kafka's incarnation id)
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    broker: int
+    broker_epoch: int
+    incarnation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStateRecord:
+    """BrokerRegistrationChangeRecord: fenced or not, in controlled shutdown or not."""
+
+    broker: int
+    fenced: bool
+    shutting_down: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord:
+    tp: str
+    registration: PartitionRegistration

@@ -30,12 +30,14 @@ class BrokerRegistration:
 
     broker: int
     clean_shutdown: bool = False
+    incarnation: int = 0  # which run of the broker this is (Kafka: a random incarnation id)
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistrationResponse:
     broker_epoch: int
     metadata_offset: int = -1  # the metadata log committed up to here when it was sent
+    error: str = "NONE"  # DUPLICATE_BROKER_REGISTRATION: another incarnation's session is valid
 
 
 @dataclass(frozen=True, slots=True)

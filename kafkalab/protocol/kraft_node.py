@@ -10,32 +10,28 @@ every decision is a metadata record: it acts on one only after the quorum commit
 What the active controller does (ClusterControlManager, ReplicationControlManager):
 
 - a broker registers (BrokerRegistrationRequest) and starts fenced; its broker epoch is the
-  offset of its registration record. A broker that registers again while its old incarnation
-  was still unfenced shut down uncleanly: it is fenced first (KAFKA-18106);
-- brokers heartbeat broker.heartbeat.interval.ms after each answer, saying how far they have
-  applied the metadata log; a fenced broker that heartbeats is unfenced; one silent for
-  broker.session.timeout.ms is fenced: its leaderships move and it leaves the ISRs
-  (generateLeaderAndIsrUpdates, :func:`kraft.remove_from_isr`; without ELR the last member of
-  an ISR stays in it);
-- AlterPartition from leaders, where a fenced or shutting-down replica may not join (KIP-841);
+  offset of its registration record. A new incarnation is refused while the old one's session
+  is valid (DUPLICATE_BROKER_REGISTRATION); one whose old incarnation was still unfenced is
+  fenced first (KAFKA-18106);
+- brokers heartbeat broker.heartbeat.interval.ms after each answer; a fenced broker that
+  heartbeats is unfenced; one silent for broker.session.timeout.ms is fenced when its session
+  runs out: its leaderships move and it leaves the ISRs (generateLeaderAndIsrUpdates);
+- AlterPartition from leaders, where a fenced or shutting-down replica may not be (KIP-841, 3.3);
 - controlled shutdown through the heartbeat (wantShutDown): leaderships move first, and the
-  broker is told it may stop once it leads nothing and every active broker has applied the
-  records that moved them; it is then fenced;
-- preferred-leader elections, on request and, with auto.leader.rebalance.enable, for every
-  partition whose leader is not its preferred replica (KAFKA-13682, 3.2).
+  broker may stop once it leads nothing and every active broker has applied those records;
+- preferred-leader elections, on request and, with auto.leader.rebalance.enable, periodically
+  (KAFKA-13682, 3.2); unclean elections of leaderless partitions, periodically (KAFKA-12670, 3.9).
 
-A shortcut: in Kafka a KRaft broker gets no LeaderAndIsr or UpdateMetadata (those requests are
-for ZooKeeper-mode brokers only); it replicates the metadata log itself, fetching it from the
-active controller, and applies each committed record (BrokerMetadataPublisher). Here the active
-controller sends each broker what a committed record changes for it, as an UpdateMetadata or a
-LeaderAndIsr carrying the Raft epoch as controller epoch. What a broker learns, and that it
-learns it only once the record is committed, is the same; the messages stand for the records.
+A shortcut: a KRaft broker gets no LeaderAndIsr or UpdateMetadata in Kafka; it fetches the
+metadata log and applies each committed record (BrokerMetadataPublisher). Here the active
+controller sends each broker what a committed record changes for it, as those messages with the
+Raft epoch as controller epoch: what a broker learns, and when (once committed), is the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from kafkalab.config import Config
@@ -43,50 +39,28 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.controller import partition_metrics
 from kafkalab.protocol.kraft import (
+    BrokerInfo,
+    BrokerStateRecord,
     ElectionRules,
+    PartitionChangeRecord,
     PartitionRegistration,
+    RegisterBrokerRecord,
+    has_preferred_leader,
     partition_change,
+    preferred_election,
     remove_from_isr,
+    without_elr_member,
 )
 from kafkalab.protocol.raft import QuorumController
 from kafkalab.protocol.raft_messages import RAFT_TYPES, LeaderChange, MetadataRecord, QuorumStore
 
 __all__ = ["BrokerInfo", "KRaftNode"]
 
-FENCE_CHECK_MS = 1000
 # ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE: the most partition changes one leader
 # balancing run makes; the rest wait for a run scheduled BALANCE_AGAIN_MS later.
 MAX_ELECTIONS_PER_IMBALANCE = 1000
 NO_LIMIT = 2**62  # lowestActiveOffset with no active broker (Long.MAX_VALUE)
 BALANCE_AGAIN_MS = 10  # QuorumController: an "immediate" run still waits 10 ms
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerInfo:
-    broker_epoch: int
-    fenced: bool = True
-    shutting_down: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class RegisterBrokerRecord:
-    broker: int
-    broker_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerStateRecord:
-    """BrokerRegistrationChangeRecord: fenced or not, in controlled shutdown or not."""
-
-    broker: int
-    fenced: bool
-    shutting_down: bool
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionChangeRecord:
-    tp: str
-    registration: PartitionRegistration
 
 
 class KRaftNode:
@@ -113,6 +87,7 @@ class KRaftNode:
             election_timeout_ms=config.controller_quorum_election_timeout_ms,
             election_backoff_max_ms=config.controller_quorum_election_backoff_max_ms,
             fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
+            check_quorum=config.kraft_check_quorum,
             store=store,
         )
         self.bootstrap = dict(partitions)  # the topic as it was created
@@ -132,6 +107,10 @@ class KRaftNode:
         self._balance_again = False  # the last run stopped at its cap: the next one comes soon
         self._balance_token = 0  # identifies the pending run's timer
         self.max_elections_per_imbalance = MAX_ELECTIONS_PER_IMBALANCE
+        self._fence_deadline: int | None = None  # when the fence timer set last goes off
+        self._unclean_scheduled = False  # an unclean-election run is pending (3.9+)
+        self._unclean_again = False  # the last run stopped at its cap
+        self._unclean_token = 0
 
     @property
     def controller_epoch(self) -> int:
@@ -149,12 +128,15 @@ class KRaftNode:
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if name.startswith("raft:"):
             self.raft.on_timer(ctx, name, data)
-        elif name == "kraft:fence_check" and self.active:
+        elif name == "kraft:fence_check" and self.active and data == self._fence_deadline:
+            self._fence_deadline = None
             self._fence_silent_brokers(ctx)
-            ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
         elif name == "kraft:rebalance" and self.active and data == self._balance_token:
             self._balance_scheduled = False
             self._balance_partition_leaders(ctx)
+        elif name == "kraft:unclean" and self.active and data == self._unclean_token:
+            self._unclean_scheduled = False
+            self._elect_unclean_leaders(ctx)
         self._after_raft(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
@@ -173,10 +155,9 @@ class KRaftNode:
         elif isinstance(msg, m.ElectPreferredLeaders):
             self._elect_preferred(ctx, msg.tp)
         elif isinstance(msg, m.ReconfigureRequest):
-            # KAFKA-12670 (3.9): the controller's periodic check elects leaderless partitions
-            # that the new config allows (unclean election turned on); here it runs at once.
+            # A config change elects nothing by itself: unclean election turned on reaches a
+            # leaderless partition at the periodic check (KAFKA-12670, 3.9).
             self.config = msg.config
-            self._elect_where_possible(ctx)
         self._after_raft(ctx)
 
     # ---- committed records -------------------------------------------------------------------
@@ -186,6 +167,8 @@ class KRaftNode:
         if self.active and not self.raft.is_leader:
             self.active = False
             self._balance_scheduled = self._balance_again = False  # renounce cancels it
+            self._unclean_scheduled = self._unclean_again = False
+            self._fence_deadline = None
             ctx.emit(
                 "controller_resigned",
                 controller=self.id,
@@ -201,6 +184,8 @@ class KRaftNode:
             self._apply(ctx, record)
         if self.active:
             self._maybe_schedule_balance(ctx)
+            self._maybe_schedule_unclean(ctx)
+            self._arm_fence_timer(ctx)
 
     def _apply(self, ctx: Context, record: MetadataRecord) -> None:
         p = record.payload
@@ -208,7 +193,7 @@ class KRaftNode:
             if p.leader == self.id and record.epoch == self.raft.epoch and self.raft.is_leader:
                 self._activate(ctx)
         elif isinstance(p, RegisterBrokerRecord):
-            self.brokers[p.broker] = BrokerInfo(p.broker_epoch)
+            self.brokers[p.broker] = BrokerInfo(p.broker_epoch, incarnation=p.incarnation)
             self._after_broker_change(ctx)
             if self.active:  # a new broker replays the metadata: it learns its partitions
                 for tp, reg in self.partitions.items():
@@ -241,14 +226,13 @@ class KRaftNode:
         self._send_metadata(ctx)
         for tp, reg in self.partitions.items():
             self._send_leader_and_isr(ctx, tp, reg)
-        ctx.set_timer(FENCE_CHECK_MS, "kraft:fence_check")
 
     def _rules(self) -> ElectionRules:
         c = self.config
         return ElectionRules(
             c.min_insync_replicas,
             c.eligible_leader_replicas_enable,
-            c.unclean_leader_election_enable,
+            c.unclean_leader_election_enable and c.kraft_unclean_election,
             bump_epoch_on_isr_shrink=not c.kafka_15021,
         )
 
@@ -256,8 +240,12 @@ class KRaftNode:
         return sorted(b for b, info in self.brokers.items() if not info.fenced)
 
     def _acceptable(self, broker: int) -> bool:
+        """May lead or join the ISR: registered and unfenced; since KIP-841 (3.3, KAFKA-13916)
+        not shutting down either (isActive; before, clusterControl.unfenced alone)."""
         info = self.brokers.get(broker)
-        return info is not None and not info.fenced and not info.shutting_down
+        if info is None or info.fenced:
+            return False
+        return not (info.shutting_down and self.config.isr_join_only_eligible)
 
     def _after_broker_change(self, ctx: Context) -> None:
         if self.active:
@@ -370,7 +358,18 @@ class KRaftNode:
                 self._change(ctx, tp, new)
 
     def _on_registration(self, ctx: Context, src: Any, req: m.BrokerRegistration) -> None:
+        """ClusterControlManager.registerBroker. Another incarnation of a broker whose session
+        is still valid is refused (DuplicateBrokerRegistrationException, since 2.8): it tries
+        again until the old session expires and is fenced."""
         info = self.brokers.get(req.broker)
+        if (
+            info is not None
+            and info.incarnation != req.incarnation
+            and self._valid(req.broker, ctx)
+        ):
+            error = m.DUPLICATE_BROKER_REGISTRATION
+            ctx.send(src, self._with_offset(m.BrokerRegistrationResponse(-1, error=error)))
+            return
         if info is not None and not info.fenced:
             # The old incarnation never shut down cleanly: fence it first (KAFKA-18106).
             self._set_broker(ctx, req.broker, fenced=True, shutting_down=False)
@@ -380,8 +379,8 @@ class KRaftNode:
         self._shutdown_offsets.pop(req.broker, None)
         self._metadata_offsets.pop(req.broker, None)
         epoch = self.raft.leo
-        offset = self._append(ctx, RegisterBrokerRecord(req.broker, epoch))
-        self.brokers[req.broker] = BrokerInfo(epoch)
+        offset = self._append(ctx, RegisterBrokerRecord(req.broker, epoch, req.incarnation))
+        self.brokers[req.broker] = BrokerInfo(epoch, incarnation=req.incarnation)
         self.last_contact[req.broker] = ctx.now
         self._replies.setdefault(offset, []).append((src, m.BrokerRegistrationResponse(epoch)))
 
@@ -389,15 +388,7 @@ class KRaftNode:
         """KAFKA-15586: a broker back from an unclean shutdown may have lost unflushed records,
         so it leaves every ELR; one that shut down cleanly keeps its place."""
         for tp in sorted(self.partitions):
-            reg = self._current(tp)
-            if broker in reg.elr or broker in reg.last_known_elr:
-                new = replace(
-                    reg,
-                    elr=tuple(r for r in reg.elr if r != broker),
-                    last_known_elr=tuple(r for r in reg.last_known_elr if r != broker),
-                    partition_epoch=reg.partition_epoch + 1,
-                )
-                self._change(ctx, tp, new)
+            self._change(ctx, tp, without_elr_member(self._current(tp), broker))
 
     def _on_heartbeat(self, ctx: Context, src: Any, hb: m.BrokerHeartbeat) -> None:
         info = self.brokers.get(hb.broker)
@@ -408,7 +399,7 @@ class KRaftNode:
         offset, ready = None, False
         if hb.want_shutdown or hb.broker in self._shutdown_offsets:
             offset, ready = self._shutdown_step(ctx, hb.broker)
-        elif info.fenced:
+        elif info.fenced and hb.metadata_offset >= info.broker_epoch:  # caught up: 3.3.2+
             offset = self._set_broker(ctx, hb.broker, fenced=False, shutting_down=False)
             self._elect_where_possible(ctx)
             offset = max(offset, self.raft.leo - 1)
@@ -467,11 +458,32 @@ class KRaftNode:
         info = self.brokers[broker]
         return self._set_broker(ctx, broker, fenced=True, shutting_down=info.shutting_down)
 
-    def _fence_silent_brokers(self, ctx: Context) -> None:
-        """BrokerHeartbeatManager: a broker silent for broker.session.timeout.ms is fenced."""
+    def _valid(self, broker: int, ctx: Context) -> bool:
+        """BrokerHeartbeatManager.hasValidSession: unfenced, heard from in the session timeout."""
         timeout = self.config.broker_session_timeout_ms
-        for b, info in sorted(self.brokers.items()):
-            if not info.fenced and self.last_contact.get(b, ctx.now) + timeout < ctx.now:
+        return not self.brokers[broker].fenced and (
+            self.last_contact.get(broker, ctx.now) + timeout >= ctx.now
+        )
+
+    def _arm_fence_timer(self, ctx: Context) -> None:
+        """QuorumController.rescheduleMaybeFenceStaleBrokers (since 2.8): one timer at the
+        first moment an unfenced broker's session is no longer valid (nextCheckTimeNs), set
+        again whenever a heartbeat or registration moves it."""
+        timeout = self.config.broker_session_timeout_ms
+        deadlines = [
+            self.last_contact.get(b, ctx.now) + timeout + 1
+            for b, info in self.brokers.items()
+            if not info.fenced
+        ]
+        deadline = min(deadlines, default=None)
+        if deadline is not None and deadline != self._fence_deadline:
+            ctx.set_timer(max(deadline - ctx.now, 0), "kraft:fence_check", deadline)
+        self._fence_deadline = deadline
+
+    def _fence_silent_brokers(self, ctx: Context) -> None:
+        """maybeFenceOneStaleBroker, once per stale broker: one whose session ran out is fenced."""
+        for b in sorted(self.brokers):
+            if not self.brokers[b].fenced and not self._valid(b, ctx):
                 ctx.emit("broker_fenced", broker=b, controller_epoch=self.controller_epoch)
                 self._fence(ctx, b)
 
@@ -481,8 +493,8 @@ class KRaftNode:
             error = m.FENCED_LEADER_EPOCH
         elif req.partition_epoch != reg.partition_epoch:
             error = m.INVALID_UPDATE_VERSION
-        elif any(r not in reg.isr and not self._acceptable(r) for r in req.isr):
-            error = m.INELIGIBLE_REPLICA  # KIP-841: fenced or shutting-down replicas stay out
+        elif self.config.isr_join_only_eligible and not all(map(self._acceptable, req.isr)):
+            error = m.INELIGIBLE_REPLICA  # KIP-841 (3.3): ineligibleReplicasForIsr
         else:
             new = partition_change(
                 reg,
@@ -507,9 +519,7 @@ class KRaftNode:
 
     def _imbalanced(self) -> list[str]:
         """The partitions whose leader (none counts) is not their preferred, first, replica."""
-        return [
-            tp for tp in sorted(self.partitions) if not _has_preferred_leader(self._current(tp))
-        ]
+        return [tp for tp in sorted(self.partitions) if not has_preferred_leader(self._current(tp))]
 
     def _maybe_schedule_balance(self, ctx: Context) -> None:
         """maybeScheduleNextBalancePartitionLeaders, after every controller write: with
@@ -517,7 +527,10 @@ class KRaftNode:
         no run pending, a run is scheduled leader.imbalance.check.interval.seconds from now (10
         ms if the last run stopped at its cap). No fixed clock: the interval counts from the
         change that left a partition off its preferred leader, or from the last run."""
-        if self._balance_scheduled or not self.config.auto_leader_rebalance_enable:
+        c = self.config
+        if self._balance_scheduled or not (
+            c.auto_leader_rebalance_enable and c.kraft_leader_balancing
+        ):
             return
         if not self._imbalanced():
             return
@@ -540,6 +553,41 @@ class KRaftNode:
                 break
             changes += self._elect_preferred(ctx, tp)
 
+    def _maybe_schedule_unclean(self, ctx: Context) -> None:
+        """maybeScheduleNextElectUncleanLeaders (3.9, KAFKA-12670), after every controller
+        write: while some partition has no leader and no run is pending, a run is scheduled
+        unclean.leader.election.interval.ms from now (10 ms if the last stopped at its cap)."""
+        if self._unclean_scheduled or not self.config.kraft_unclean_election:
+            return
+        if all(self._current(tp).leader is not None for tp in self.partitions):
+            return
+        delay = (
+            BALANCE_AGAIN_MS
+            if self._unclean_again
+            else self.config.unclean_leader_election_interval_ms
+        )
+        self._unclean_token += 1
+        self._unclean_scheduled = True
+        ctx.set_timer(delay, "kraft:unclean", self._unclean_token)
+
+    def _elect_unclean_leaders(self, ctx: Context) -> None:
+        """maybeElectUncleanLeaders: an unclean election for each leaderless partition."""
+        self._unclean_again = False
+        if not self.config.unclean_leader_election_enable:
+            return
+        changes = 0
+        for tp in sorted(self.partitions):
+            reg = self._current(tp)
+            if reg.leader is not None:
+                continue
+            if changes >= self.max_elections_per_imbalance:
+                self._unclean_again = True
+                break
+            new = partition_change(
+                reg, target_isr=reg.isr, acceptable=self._acceptable, rules=self._rules()
+            )
+            changes += self._change(ctx, tp, new) is not None
+
     def _elect_preferred(self, ctx: Context, only: str | None) -> int:
         """PartitionChangeBuilder's preferred election: the preferred replica leads again when
         it is in the ISR and acceptable. Returns how many partitions changed."""
@@ -547,19 +595,6 @@ class KRaftNode:
         for tp in sorted(self.partitions):
             if only is not None and tp != only:
                 continue
-            reg = self._current(tp)
-            preferred = reg.replicas[0]
-            if reg.leader != preferred and preferred in reg.isr and self._acceptable(preferred):
-                new = replace(
-                    reg,
-                    leader=preferred,
-                    leader_epoch=reg.leader_epoch + 1,
-                    partition_epoch=reg.partition_epoch + 1,
-                )
-                changes += self._change(ctx, tp, new) is not None
+            new = preferred_election(self._current(tp), self._acceptable)
+            changes += self._change(ctx, tp, new) is not None
         return changes
-
-
-def _has_preferred_leader(reg: PartitionRegistration) -> bool:
-    """PartitionRegistration.hasPreferredLeader."""
-    return bool(reg.replicas) and reg.leader == reg.replicas[0]

@@ -190,7 +190,7 @@ class BrokerLifecycle:
         if self.host.session is None:
             ctx.send(
                 self.host.controller_address,
-                m.BrokerRegistration(self.host.id, self.host.clean_restart),
+                m.BrokerRegistration(self.host.id, self.host.clean_restart, self.host.incarnation),
             )
         else:
             hb = m.BrokerHeartbeat(
@@ -223,6 +223,10 @@ class BrokerLifecycle:
     def on_kraft_registered(
         self, ctx: Context, src: Any, msg: m.BrokerRegistrationResponse
     ) -> None:
+        if msg.error != m.NONE:  # the old incarnation's session is still valid: try again
+            self._heartbeat_inflight = False
+            self._heartbeat_failed(ctx)  # scheduleNextCommunicationAfterFailure
+            return
         self.host.session = msg.broker_epoch
         self.host.controller_address = src
         self.applied(msg.metadata_offset)

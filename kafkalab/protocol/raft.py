@@ -104,9 +104,11 @@ class QuorumController:
         election_backoff_max_ms: int = 1000,
         fetch_timeout_ms: int = 2000,
         request_timeout_ms: int = 2000,
+        check_quorum: bool = True,
         store: QuorumStore | None = None,
     ) -> None:
         self.id = node_id
+        self.check_quorum = check_quorum  # KAFKA-15489 (3.7); before, a leader never resigned
         self.voters = _validate_voters(node_id, tuple(voters))
         _validate_timeouts(
             election_timeout_ms=election_timeout_ms,
@@ -277,7 +279,8 @@ class QuorumController:
         for voter in self._others():
             ctx.send(voter, BeginQuorumEpoch(self.epoch, self.id))
         self._check_quorum_deadline_ms = ctx.now + self._check_quorum_timeout_ms
-        self._set_timer(ctx, self._check_quorum_timeout_ms, "raft:check_quorum")
+        if self.check_quorum:
+            self._set_timer(ctx, self._check_quorum_timeout_ms, "raft:check_quorum")
         self._set_timer(ctx, self.request_timeout_ms, "raft:begin_epoch")
         self._maybe_advance_hw(ctx)  # a quorum of one commits at once
 

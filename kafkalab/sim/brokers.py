@@ -40,9 +40,11 @@ class BrokerSteps:
         self.sim = cluster.sim
         self.disks: dict[int, dict[str, Disk]] = {}
         self.clean_stops: set[int] = set()  # brokers whose last run ended cleanly
+        self.starts: dict[int, int] = {}  # how many times each broker has started
 
     def start(self, b: int, disks: dict[str, Disk], clean: bool = False) -> None:
         c = self.cluster
+        incarnation = self.starts[b] = self.starts.get(b, -1) + 1
         broker = Broker(
             b,
             self.settings.broker_config(b),
@@ -50,6 +52,7 @@ class BrokerSteps:
             auto_fetch=c.mode == "timed" or c.replication == "auto",
             controller_nodes=c.control.broker_controller_nodes,
             clean_restart=clean,
+            incarnation=incarnation,
             rules=c.rules,
         )
         self.sim.add(b, broker, b)

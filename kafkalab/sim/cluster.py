@@ -366,7 +366,9 @@ class Cluster:
         cluster-wide, for one ``broker`` (dynamic broker configs, KIP-226, 1.1), or for a
         ``topic`` (a topic-level setting beats the brokers'). Brokers apply the new settings
         at once; the controller also elects a leader for any leaderless partition the new
-        settings allow (unclean.leader.election.enable turned on: KAFKA-6835, 2.1)."""
+        settings allow (unclean.leader.election.enable turned on: KAFKA-6835, 2.1). A KRaft
+        controller does so only at its periodic check, every unclean.leader.election.interval.ms
+        (KAFKA-12670, 3.9; before 3.9 it never elects uncleanly)."""
         self._settings.set_config(settings, broker, topic)
 
     def delete_records(self, offset: int, *, partition: int | str | None = None) -> None:
