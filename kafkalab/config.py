@@ -130,6 +130,9 @@ class Config:
     # take that fetch as the follower's position (KAFKA-13141, 2.8.1). The follower truncates
     # and fetches again. Before, it asked OffsetsForLeaderEpoch first.
     truncation_on_fetch: bool = True
+    # 3.4.1 (KAFKA-14704): a follower leaves a diverging fetch response's HW and log start
+    # offset alone; before, it took them first, then truncated.
+    diverging_fetch_skips_hw: bool = True
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
     # KIP-98; the producer default since KIP-679 (3.0), for producers that leave it unset from
     # 3.0.1/3.1.1/3.2.0 (KAFKA-13598)
@@ -227,6 +230,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             kip320=False,
             truncate_after_missed_epoch=False,
             truncation_on_fetch=False,
+            diverging_fetch_skips_hw=False,
             broker_epoch=False,
             hw_freeze_under_min_isr=False,
             hw_includes_caught_up_followers=False,
@@ -334,8 +338,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             controlled_shutdown_backoff_after_last_attempt=False,
         ),
     ),
-    # KIP-890 part 1; KAFKA-15021
-    ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
+    # KIP-890 part 1; KAFKA-15021; KAFKA-14704 (3.4.1)
+    (
+        "3.6",
+        dict(
+            transaction_partition_verification_enable=True,
+            kafka_15021=True,
+            diverging_fetch_skips_hw=True,
+        ),
+    ),
     ("3.7", dict(hw_freeze_under_min_isr=True)),  # KAFKA-15583
     # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2).
     ("4.0", dict(controller_mode="kraft", transaction_version=2)),

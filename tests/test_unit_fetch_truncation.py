@@ -122,7 +122,8 @@ def answer(req: m.FetchRequest, diverging: tuple[int, int], hw: int = 9) -> m.Fe
 
 def test_since_2_8_kip279s_loop_runs_through_fetches():
     # Follower: epochs 0 (offsets 0-1) and 2 (offsets 2-3); the leader knows epochs 0, 1, 3.
-    b = follower(2, disk=disk_of(0, 0, 2, 2, hw_checkpoint=1), epoch=3, config=SINCE_2_8)
+    config = make_config({"preset": "3.6"})
+    b = follower(2, disk=disk_of(0, 0, 2, 2, hw_checkpoint=1), epoch=3, config=config)
     req = fetch_now(b)
     assert (req.fetch_offset, req.last_fetched_epoch) == (4, 2)
 
@@ -145,6 +146,22 @@ def test_since_2_8_kip279s_loop_runs_through_fetches():
     deliver(b, m.FetchResponse(TP, req.correlation_id, m.NONE, recs, 2, 2), src=1, now=T0)
     assert replica(b).log.values() == ["m0", "x1"]
     assert fetch_now(b).last_fetched_epoch == 1
+
+
+@pytest.mark.parametrize(("preset", "hws"), [("3.3", [(1, 4)]), ("3.6", [])])
+def test_before_3_4_1_a_diverging_answer_raises_the_hw_before_the_truncation(
+    preset: str, hws: list[tuple[int, int]]
+):
+    """KAFKA-14704: 3.3.2 took the answer's HW (9, capped at its LEO 4) before it truncated to
+    2, which brought the HW down again; 3.4.1 leaves the HW alone."""
+    config = make_config({"preset": preset})
+    b = follower(2, disk=disk_of(0, 0, 2, 2, hw_checkpoint=1), epoch=3, config=config)
+    req = fetch_now(b)
+    ctx = deliver(b, answer(req, (1, 3)), src=1, now=T0)
+    assert [(e["old"], e["new"]) for e in events(ctx, "hw")] == hws
+    (trunc,) = events(ctx, "truncate")
+    assert trunc["old_hw"] == (4 if hws else 1)
+    assert (replica(b).log.leo, replica(b).log.hw) == (2, min(2, 1 if not hws else 2))
 
 
 def test_since_2_8_a_leader_that_cannot_place_the_epoch_does_not_send_the_follower_to_its_hw():

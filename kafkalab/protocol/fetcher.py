@@ -123,14 +123,19 @@ class ReplicaFetcher:
         min(leader's HW, own LEO). The follower takes that HW as it comes
         (UnifiedLog.maybeUpdateHighWatermark), so it moves back when a new leader's is lower.
         A response with a diverging epoch (since 2.8) carries no records: the follower
-        truncates (:meth:`truncate_on_fetch_response`). After FENCED_LEADER_EPOCH (KIP-320, 2.1)
-        the follower stops fetching until its next LeaderAndIsr (onPartitionFenced); other
-        errors are retried after the back-off."""
+        truncates (:meth:`truncate_on_fetch_response`); since 3.4.1 (KAFKA-14704,
+        ``diverging_fetch_skips_hw``) it leaves that response's HW and log start offset alone
+        (the next fetch brings them), before it took them first, so its HW could pass the
+        truncation point until the truncation brought it back. After FENCED_LEADER_EPOCH
+        (KIP-320, 2.1) the follower stops fetching until its next LeaderAndIsr
+        (onPartitionFenced); other errors are retried after the back-off."""
         host = self.host
         r = host.partitions[resp.tp]
         if not self._accept_response(r, resp.correlation_id):
             return
         if resp.error == m.NONE and resp.diverging_epoch is not None:
+            if not host.config.diverging_fetch_skips_hw:
+                self._follow_leader_offsets(ctx, r, resp)  # before 3.4.1 (KAFKA-14704)
             self.truncate_on_fetch_response(ctx, r, resp.diverging_epoch)
         elif resp.error == m.NONE:
             if resp.records and resp.records[0].offset == r.log.leo:
@@ -143,17 +148,22 @@ class ReplicaFetcher:
                     first=resp.records[0].offset,
                     last=resp.records[-1].offset,
                 )
-            new_hw = host.rules.follower_hw(resp.hw, r.log.leo)
-            if new_hw != r.log.hw:
-                set_hw(ctx, host.id, r, new_hw)
-            if r.log.increment_log_start_offset(resp.log_start_offset):
-                ctx.emit("log_start_offset", broker=host.id, tp=r.tp, offset=resp.log_start_offset)
+            self._follow_leader_offsets(ctx, r, resp)
             self._next_fetch(ctx, r, 0)
         elif resp.error == m.OFFSET_OUT_OF_RANGE:
             self.handle_offset_out_of_range(ctx, r, resp.leader_leo)
         else:
             ctx.emit("fetch_error", broker=host.id, tp=r.tp, error=resp.error)
             self._after_error(ctx, r, resp.error)
+
+    def _follow_leader_offsets(self, ctx: Context, r: ReplicaState, resp: m.FetchResponse) -> None:
+        """The follower's HW and log start offset after a fetch response."""
+        host = self.host
+        new_hw = host.rules.follower_hw(resp.hw, r.log.leo)
+        if new_hw != r.log.hw:
+            set_hw(ctx, host.id, r, new_hw)
+        if r.log.increment_log_start_offset(resp.log_start_offset):
+            ctx.emit("log_start_offset", broker=host.id, tp=r.tp, offset=resp.log_start_offset)
 
     def _after_error(self, ctx: Context, r: ReplicaState, error: str) -> None:
         """AbstractFetcherThread after an error answer: since 2.1 (KIP-320) a fenced follower
@@ -172,8 +182,7 @@ class ReplicaFetcher:
         """AbstractFetcherThread.truncateOnFetchResponse (KAFKA-10554, 2.8): the leader said
         where the follower's last fetched epoch ends in its log (the diverging epoch). The
         follower truncates as after an OffsetsForLeaderEpoch answer
-        (getOffsetTruncationState), leaves the response's HW and log start offset alone (the
-        next fetch brings them), and goes on fetching from its new LEO: when its copy of that
+        (getOffsetTruncationState), and goes on fetching from its new LEO: when its copy of that
         epoch ends elsewhere, the next fetch names its new latest epoch, so KIP-279's loop runs
         through fetches (updateFetchOffsetAndMaybeMarkTruncationComplete)."""
         epoch, end_offset = diverging_epoch
