@@ -148,6 +148,20 @@ def test_since_2_8_kip279s_loop_runs_through_fetches():
     assert fetch_now(b).last_fetched_epoch == 1
 
 
+def test_since_2_8_a_follower_counts_as_settled_after_its_first_answer_without_divergence():
+    """What logs_agree_below_hw and Cluster.sync read (ReplicaState.truncating): before 2.8 the
+    OffsetsForLeaderEpoch answer settles the follower, since 2.8 the first fetch answer that
+    names no diverging epoch."""
+    b = follower(2, disk=disk_of(0, 0, 2, 2, hw_checkpoint=1), epoch=3, config=SINCE_2_8)
+    assert replica(b).truncating
+    req = fetch_now(b)
+    deliver(b, answer(req, (0, 1)), src=1, now=T0)
+    assert replica(b).truncating
+    req = fetch_now(b)
+    deliver(b, m.FetchResponse(TP, req.correlation_id, m.NONE, (), 1, 1), src=1, now=T0)
+    assert not replica(b).truncating
+
+
 @pytest.mark.parametrize(("preset", "hws"), [("3.3", [(1, 4)]), ("3.6", [])])
 def test_before_3_4_1_a_diverging_answer_raises_the_hw_before_the_truncation(
     preset: str, hws: list[tuple[int, int]]

@@ -48,7 +48,7 @@ class ReplicaFetcher:
         correlation = host.next_correlation()
         r.inflight = correlation
         current_epoch = r.leader_epoch if config.kip320 else None
-        if r.truncating:
+        if r.truncating and not config.truncation_on_fetch:
             req: Any = m.OffsetsForLeaderEpochRequest(
                 r.tp, host.id, r.log.latest_epoch, current_epoch, correlation
             )
@@ -138,6 +138,7 @@ class ReplicaFetcher:
                 self._follow_leader_offsets(ctx, r, resp)  # before 3.4.1 (KAFKA-14704)
             self.truncate_on_fetch_response(ctx, r, resp.diverging_epoch)
         elif resp.error == m.NONE:
+            r.truncating = False  # the leader found nothing to truncate
             if resp.records and resp.records[0].offset == r.log.leo:
                 r.log.append_replicated(resp.records)
                 r.producers.observe(resp.records)  # followers rebuild producer state as they go
@@ -223,6 +224,7 @@ class ReplicaFetcher:
                 )
                 return
             self.truncate(ctx, r, leader_leo, "offset_out_of_range")
+        r.truncating = False  # fetchOffsetAndTruncate: Fetching from here
         stalled = r.log.leo == before and ctx.now == r.fetch_sent_ms
         self._next_fetch(ctx, r, 1 if stalled else 0)
 

@@ -234,8 +234,9 @@ class Partition:
         if config.leader_epochs and r.log.latest_epoch != UNDEFINED_EPOCH:
             if truncate_again:
                 # AbstractFetcherThread.addPartitions: Truncating from 0.11; since 2.8 Fetching
-                # from the LEO with the latest epoch (partitionFetchState).
-                r.truncating = not config.truncation_on_fetch
+                # from the LEO with the latest epoch (partitionFetchState), and the first
+                # answer tells where the logs agree.
+                r.truncating = True
         elif not same_leader:
             # ReplicaManager.makeFollowers (0.10) truncates to the HW only for partitions whose
             # leader changed; the others are skipped.

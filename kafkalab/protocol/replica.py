@@ -91,7 +91,10 @@ class ReplicaState:
     alter_isr_inflight: tuple[int, ...] | None = None  # the ISR sent, until its answer comes
     alter_isr_target: Any = None  # where it went
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
-    truncating: bool = False  # follower must find its truncation point before fetching
+    # The follower has not yet learned from its leader where their logs agree: it asks with
+    # OffsetsForLeaderEpoch before fetching (0.11 to 2.7), or since 2.8 waits for a fetch
+    # answer without a diverging epoch.
+    truncating: bool = False
     # Partition.leaderEpochStartOffsetOpt when it is not where the epoch cache starts the leader
     # epoch: before 3.3 a KRaft leader moved it to its LEO on every change of the partition.
     epoch_start_override: int | None = None
