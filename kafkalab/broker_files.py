@@ -45,6 +45,7 @@ def replication_offset_checkpoint(hw_checkpoints: dict[str, int]) -> str:
 
 _WHY = {
     "leader_epoch": "due to leader epoch and offset EpochEndOffset(...)",
+    "diverging_epoch": "due to leader epoch and offset EpochEndOffset(...)",  # since 2.8
     "truncate_to_hw": "due to local high watermark {to}",
 }
 

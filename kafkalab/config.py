@@ -129,7 +129,23 @@ class Config:
     kip279: bool = (
         True  # 2.0: the epoch answer carries its epoch; the follower loops until it matches
     )
-    kip320: bool = True  # 2.1: fetches carry the current leader epoch and stale ones are fenced
+    # 2.1 (KIP-320, KAFKA-7395): fetches carry the current leader epoch and stale ones are
+    # fenced; a fenced follower stops fetching until its next LeaderAndIsr; and every new leader
+    # epoch makes a follower truncate again, its leader changed or not.
+    kip320: bool = True
+    # 2.0.1 (KAFKA-7164): a follower whose leader is unchanged truncates again when it missed a
+    # leader epoch (the new one is not the next); before, only a new leader made it truncate.
+    # (With kip320, every new epoch does.)
+    truncate_after_missed_epoch: bool = True
+    # 2.8 (KAFKA-10554, inter.broker.protocol.version 2.7-IV1): a follower with leader epochs
+    # fetches at once from its LEO, naming the last epoch it fetched; the leader answers a
+    # diverging log with where that epoch ends (KAFKA-10435, 2.7.0) and no records, and does not
+    # take that fetch as the follower's position (KAFKA-13141, 2.8.1). The follower truncates
+    # and fetches again. Before, it asked OffsetsForLeaderEpoch first.
+    truncation_on_fetch: bool = True
+    # 3.4.1 (KAFKA-14704): a follower leaves a diverging fetch response's HW and log start
+    # offset alone; before, it took them first, then truncated.
+    diverging_fetch_skips_hw: bool = True
     broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
     # KIP-98; the producer default since KIP-679 (3.0), for producers that leave it unset from
     # 3.0.1/3.1.1/3.2.0 (KAFKA-13598)
@@ -255,6 +271,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             leader_epochs=False,
             kip279=False,
             kip320=False,
+            truncate_after_missed_epoch=False,
+            truncation_on_fetch=False,
+            diverging_fetch_skips_hw=False,
             broker_epoch=False,
             hw_freeze_under_min_isr=False,
             hw_includes_caught_up_followers=False,
@@ -340,6 +359,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
         "2.0",
         dict(
             kip279=True,
+            truncate_after_missed_epoch=True,
             leader_epoch_on_election=True,
             out_of_range_halts=False,
             isr_join_after_epoch_start=True,
@@ -371,8 +391,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ),
     ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
     ("2.7", dict(alter_isr=True, invalid_producer_epoch_abortable=True)),  # KIP-497; KIP-588
-    # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598)
-    ("3.0", dict(enable_idempotence=True, acks="all")),
+    # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598);
+    # truncation through Fetch (KAFKA-10554, 2.8.0; KAFKA-13141, 2.8.1)
+    ("3.0", dict(enable_idempotence=True, acks="all", truncation_on_fetch=True)),
     # a5f7c82a867; KAFKA-13916; KAFKA-13790; no back-off after the last controlled shutdown
     # attempt (3.1)
     (
@@ -385,8 +406,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             kraft_leader_balancing=True,  # KAFKA-13682 (3.2)
         ),
     ),
-    # KIP-890 part 1; KAFKA-15021
-    ("3.6", dict(transaction_partition_verification_enable=True, kafka_15021=True)),
+    # KIP-890 part 1; KAFKA-15021; KAFKA-14704 (3.4.1)
+    (
+        "3.6",
+        dict(
+            transaction_partition_verification_enable=True,
+            kafka_15021=True,
+            diverging_fetch_skips_hw=True,
+        ),
+    ),
     ("3.7", dict(hw_freeze_under_min_isr=True, kraft_check_quorum=True)),  # KAFKA-15583, 15489
     # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2);
     # unclean election in KRaft (KAFKA-12670, 3.9).

@@ -20,6 +20,8 @@ from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Recor
 from kafkalab.sim.cluster import Cluster
 
 TP = "demo-0"
+# Truncation through OffsetsForLeaderEpoch, as from 0.11 to 2.7 (since 2.8 through Fetch).
+EPOCH_REQUESTS = make_config({"truncation_on_fetch": False})
 CONTROLLER = "controller"
 PRODUCER = "producer"
 T0 = 100_000
@@ -541,8 +543,8 @@ def test_without_leader_epochs_a_new_follower_truncates_to_its_hw_at_once():
     assert req.fetch_offset == 1
 
 
-def test_with_leader_epochs_a_new_follower_asks_where_its_epoch_ends_before_fetching():
-    b = new_broker(2, disk=disk_of(0, 0, 3, hw_checkpoint=1))
+def test_before_2_8_a_new_follower_asks_where_its_epoch_ends_before_fetching():
+    b = new_broker(2, disk=disk_of(0, 0, 3, hw_checkpoint=1), config=EPOCH_REQUESTS)
     ctx = deliver(b, leader_and_isr(1, 4, (1, 2, 3)), src=CONTROLLER, now=T0)
     assert events(ctx, "truncate") == []
     assert replica(b).log.values() == ["m0", "m1", "m2"]
@@ -561,7 +563,8 @@ def test_with_leader_epochs_an_empty_follower_fetches_straight_away():
 
 
 def test_without_kip320_requests_carry_no_current_leader_epoch():
-    b = follower(2, config=make_config({"kip320": False}), disk=disk_of(0), epoch=2)
+    config = EPOCH_REQUESTS.replace(kip320=False)
+    b = follower(2, config=config, disk=disk_of(0), epoch=2)
     req = fetch_now(b)
     assert isinstance(req, m.OffsetsForLeaderEpochRequest)
     assert req.current_leader_epoch is None
@@ -573,7 +576,7 @@ def epoch_answer(req: m.OffsetsForLeaderEpochRequest, epoch: int, end: int):
 
 @pytest.mark.parametrize(("end", "kept"), [(2, ["m0", "m1"]), (5, ["m0", "m1", "m2"])])
 def test_kip101_follower_truncates_to_min_of_the_leaders_end_and_its_leo(end: int, kept: list[str]):
-    config = make_config({"kip279": False})
+    config = EPOCH_REQUESTS.replace(kip279=False)
     b = follower(2, config=config, disk=disk_of(0, 0, 0), epoch=1)
     req = fetch_now(b)
     deliver(b, epoch_answer(req, UNDEFINED_EPOCH, end), src=1, now=T0)
@@ -584,14 +587,15 @@ def test_kip101_follower_truncates_to_min_of_the_leaders_end_and_its_leo(end: in
 
 
 def test_kip101_follower_does_not_truncate_to_its_hw():
-    b = follower(2, config=make_config({"kip279": False}), disk=disk_of(0, 0, 0, hw_checkpoint=1))
+    config = EPOCH_REQUESTS.replace(kip279=False)
+    b = follower(2, config=config, disk=disk_of(0, 0, 0, hw_checkpoint=1))
     req = fetch_now(b)
     deliver(b, epoch_answer(req, UNDEFINED_EPOCH, 3), src=1, now=T0)
     assert replica(b).log.leo == 3
 
 
 def test_an_undefined_epoch_answer_makes_the_follower_truncate_to_its_hw():
-    b = follower(2, disk=disk_of(0, 0, 0, hw_checkpoint=1), epoch=1)
+    b = follower(2, disk=disk_of(0, 0, 0, hw_checkpoint=1), epoch=1, config=EPOCH_REQUESTS)
     req = fetch_now(b)
     ctx = deliver(b, epoch_answer(req, UNDEFINED_EPOCH, UNDEFINED_OFFSET), src=1, now=T0)
     assert replica(b).log.values() == ["m0"]
@@ -601,7 +605,7 @@ def test_an_undefined_epoch_answer_makes_the_follower_truncate_to_its_hw():
 
 def test_kip279_follower_loops_until_the_epochs_match():
     # Follower: epochs 0 (offsets 0-1) and 2 (offsets 2-3). The leader knows epochs 0, 1, 3.
-    b = follower(2, disk=disk_of(0, 0, 2, 2), epoch=3)
+    b = follower(2, disk=disk_of(0, 0, 2, 2), epoch=3, config=EPOCH_REQUESTS)
     req = fetch_now(b)
     assert req.leader_epoch == 2
 
@@ -623,7 +627,7 @@ def test_kip279_follower_loops_until_the_epochs_match():
 
 
 def test_kip279_matching_epoch_truncates_to_the_smaller_end():
-    b = follower(2, disk=disk_of(0, 0, 2, 2), epoch=3)
+    b = follower(2, disk=disk_of(0, 0, 2, 2), epoch=3, config=EPOCH_REQUESTS)
     req = fetch_now(b)
     deliver(b, epoch_answer(req, 2, 3), src=1, now=T0)
     assert replica(b).log.values() == ["m0", "m1", "m2"]
@@ -631,7 +635,7 @@ def test_kip279_matching_epoch_truncates_to_the_smaller_end():
 
 
 def test_an_epoch_answer_for_an_old_request_is_ignored():
-    b = follower(2, disk=disk_of(0, 0, 0), epoch=1)
+    b = follower(2, disk=disk_of(0, 0, 0), epoch=1, config=EPOCH_REQUESTS)
     req = fetch_now(b)
     stale = m.OffsetsForLeaderEpochResponse(TP, req.correlation_id - 1, m.NONE, 0, 0)
     deliver(b, stale, src=1, now=T0)

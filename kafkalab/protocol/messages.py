@@ -196,6 +196,7 @@ class FetchRequest:
     broker_epoch: int = -1  # the follower's broker epoch (KRaft, KIP-903); -1: not checked
     response_max_bytes: int = 10485760  # replica.fetch.response.max.bytes: the whole response
     log_start_offset: int = -1  # the follower's (Fetch v5, KIP-107, 0.11): the low watermark
+    last_fetched_epoch: int = -1  # the follower's latest epoch (Fetch v12, KAFKA-10554); -1: none
 
     def __init__(
         self,
@@ -209,6 +210,7 @@ class FetchRequest:
         broker_epoch: int = -1,
         response_max_bytes: int = 10485760,
         log_start_offset: int = -1,
+        last_fetched_epoch: int = -1,
     ) -> None:
         self.tp = tp
         self.replica_id = replica_id
@@ -220,6 +222,7 @@ class FetchRequest:
         self.broker_epoch = broker_epoch
         self.response_max_bytes = response_max_bytes
         self.log_start_offset = log_start_offset
+        self.last_fetched_epoch = last_fetched_epoch
 
 
 @dataclass(slots=True, init=False)
@@ -231,6 +234,9 @@ class FetchResponse:
     hw: int = -1
     leader_leo: int = -1
     log_start_offset: int = 0  # the leader's; the follower follows it (DeleteRecords, KIP-107)
+    # (epoch, end offset) where the follower's last fetched epoch ends on the leader, when the
+    # logs diverge (Fetch v12, KAFKA-10435); None: they do not
+    diverging_epoch: tuple[int, int] | None = None
 
     def __init__(
         self,
@@ -241,6 +247,7 @@ class FetchResponse:
         hw: int = -1,
         leader_leo: int = -1,
         log_start_offset: int = 0,
+        diverging_epoch: tuple[int, int] | None = None,
     ) -> None:
         self.tp = tp
         self.correlation_id = correlation_id
@@ -249,6 +256,7 @@ class FetchResponse:
         self.hw = hw
         self.leader_leo = leader_leo
         self.log_start_offset = log_start_offset
+        self.diverging_epoch = diverging_epoch
 
     @property
     def wire_bytes(self) -> int:

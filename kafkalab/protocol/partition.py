@@ -23,6 +23,8 @@ from kafkalab.protocol.replica import (
     Remote,
     ReplicaState,
     arm,
+    diverging_epoch,
+    fetch_response,
     min_isr,
     read,
     set_hw,
@@ -200,9 +202,13 @@ class Partition:
 
     def make_follower(self, ctx: Context, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         """Partition.makeFollower and ReplicaManager.makeFollowers. Before leader epochs (0.11) the
-        follower truncates to its HW at once; with them it first asks the leader where the epoch
-        it holds ends (OffsetsForLeaderEpoch)."""
+        follower truncates to its HW at once; with them, from 0.11 to 2.7, it first asks the
+        leader where the epoch it holds ends (OffsetsForLeaderEpoch); since 2.8
+        (``truncation_on_fetch``) it fetches at once from its LEO and the fetch response tells
+        it where to truncate (:meth:`_truncates_again` says when an unchanged leader makes it
+        truncate again)."""
         same_leader = r.role == "follower" and r.leader == msg.leader
+        truncate_again = not same_leader or self._truncates_again(r.leader_epoch, msg.leader_epoch)
         self.purgatory.fail_pending(ctx, r, m.NOT_LEADER_OR_FOLLOWER)
         for coordinator in self.coordinators:
             coordinator.resigned(r.tp)
@@ -224,10 +230,13 @@ class Partition:
             leader=msg.leader,
             leader_epoch=msg.leader_epoch,
         )
-        if self.host.config.leader_epochs and r.log.latest_epoch != UNDEFINED_EPOCH:
-            # Since 3.x a new leader epoch restarts the fetcher with truncation, leader changed
-            # or not (Partition.makeFollower returns isNewLeaderEpoch).
-            r.truncating = True
+        config = self.host.config
+        if config.leader_epochs and r.log.latest_epoch != UNDEFINED_EPOCH:
+            if truncate_again:
+                # AbstractFetcherThread.addPartitions: Truncating from 0.11; since 2.8 Fetching
+                # from the LEO with the latest epoch (partitionFetchState), and the first
+                # answer tells where the logs agree.
+                r.truncating = True
         elif not same_leader:
             # ReplicaManager.makeFollowers (0.10) truncates to the HW only for partitions whose
             # leader changed; the others are skipped.
@@ -238,6 +247,19 @@ class Partition:
             r.truncating = False
         if r.role == "follower" and self.fetcher.auto(r):
             self.fetcher.send_fetch(ctx, r)
+
+    def _truncates_again(self, old_epoch: int, new_epoch: int) -> bool:
+        """Whether a follower whose leader is unchanged restarts its fetcher with truncation
+        (Partition.makeFollower's answer): on every new leader epoch since 2.1 (KAFKA-7395, with
+        ``kip320``); in 2.0.1 only when it missed an epoch (KAFKA-7164,
+        ``truncate_after_missed_epoch``), since the leader may have truncated meanwhile; before,
+        never: the fetcher went on as it was."""
+        config = self.host.config
+        if config.kip320:
+            return new_epoch != old_epoch
+        if config.truncate_after_missed_epoch:
+            return new_epoch not in (old_epoch, old_epoch + 1)
+        return False
 
     def _set_partition_state(self, r: ReplicaState, msg: m.LeaderAndIsr) -> None:
         r.epoch_start_override = None
@@ -483,10 +505,16 @@ class Partition:
             ctx.send(src, m.FetchResponse(req.tp, req.correlation_id, m.NOT_LEADER_OR_FOLLOWER))
             return
         error = self.check_fetch(r, req.current_leader_epoch)
-        if error is None and req.fetch_offset > r.log.leo:
+        diverging = None
+        if error is None and req.last_fetched_epoch != UNDEFINED_EPOCH:
+            error, diverging = diverging_epoch(r, req, self.host.rules.end_offset_for)
+        if error is None and diverging is None and req.fetch_offset > r.log.leo:
             error = m.OFFSET_OUT_OF_RANGE
         if error is not None:
             ctx.send(src, m.FetchResponse(r.tp, req.correlation_id, error, leader_leo=r.log.leo))
+            return
+        if diverging is not None:  # not the follower's position (KAFKA-13141, 2.8.1)
+            ctx.send(src, fetch_response(r, req, (), r.log.hw, diverging))
             return
         read_first = self.host.config.hw_read_before_fetch_update
         if read_first:

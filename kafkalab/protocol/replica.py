@@ -12,7 +12,7 @@ from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.internal_topics import INTERNAL_MIN_ISR, TRANSACTION_STATE_TOPIC
-from kafkalab.protocol.log import RECORD_BYTES, Disk, Log
+from kafkalab.protocol.log import RECORD_BYTES, UNDEFINED_EPOCH, UNDEFINED_OFFSET, Disk, Log
 from kafkalab.protocol.producer_state import ProducerStateManager
 
 __all__ = [
@@ -91,7 +91,10 @@ class ReplicaState:
     alter_isr_inflight: tuple[int, ...] | None = None  # the ISR sent, until its answer comes
     alter_isr_target: Any = None  # where it went
     maximal_isr: tuple[int, ...] = ()  # the ISR plus a member whose join is not yet committed
-    truncating: bool = False  # follower must find its truncation point before fetching
+    # The follower has not yet learned from its leader where their logs agree: it asks with
+    # OffsetsForLeaderEpoch before fetching (0.11 to 2.7), or since 2.8 waits for a fetch
+    # answer without a diverging epoch.
+    truncating: bool = False
     # Partition.leaderEpochStartOffsetOpt when it is not where the epoch cache starts the leader
     # epoch: before 3.3 a KRaft leader moved it to its LEO on every change of the partition.
     epoch_start_override: int | None = None
@@ -149,11 +152,36 @@ def read(r: ReplicaState, req: m.FetchRequest) -> tuple[Any, ...]:
     return tuple(r.log.records[req.fetch_offset : req.fetch_offset + count])
 
 
+def diverging_epoch(
+    r: ReplicaState,
+    req: m.FetchRequest,
+    end_offset_for: Callable[[tuple[tuple[int, int], ...], int, int], tuple[int, int]],
+) -> tuple[str | None, tuple[int, int] | None]:
+    """Partition.readRecords for a fetch naming the follower's last fetched epoch (KAFKA-10435,
+    2.7.0; followers send it since 2.8): the leader looks that epoch up as it answers
+    OffsetsForLeaderEpoch (``end_offset_for``). An epoch it cannot place is OFFSET_OUT_OF_RANGE
+    ("Could not determine the end offset of the last fetched epoch"); if its own copy of the
+    epoch is older or ends before the fetch offset, the logs diverge, and the answer is that
+    (epoch, end offset) instead of records. Returns (error, diverging epoch)."""
+    epoch, end_offset = end_offset_for(tuple(r.log.epochs), r.log.leo, req.last_fetched_epoch)
+    if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_OFFSET:
+        return m.OFFSET_OUT_OF_RANGE, None
+    if epoch < req.last_fetched_epoch or end_offset < req.fetch_offset:
+        return None, (epoch, end_offset)
+    return None, None
+
+
 def fetch_response(
-    r: ReplicaState, req: m.FetchRequest, records: tuple[Any, ...], hw: int
+    r: ReplicaState,
+    req: m.FetchRequest,
+    records: tuple[Any, ...],
+    hw: int,
+    diverging: tuple[int, int] | None = None,
 ) -> m.FetchResponse:
     """A successful fetch response: the records, the HW, and the leader's log start offset,
-    which the follower follows (ReplicaFetcherThread.processPartitionData)."""
+    which the follower follows (ReplicaFetcherThread.processPartitionData); or, for a follower
+    whose log diverges, no records and the ``diverging`` (epoch, end offset)."""
+    log = r.log
     return m.FetchResponse(
-        r.tp, req.correlation_id, m.NONE, records, hw, r.log.leo, r.log.log_start_offset
+        r.tp, req.correlation_id, m.NONE, records, hw, log.leo, log.log_start_offset, diverging
     )

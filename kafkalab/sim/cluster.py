@@ -281,8 +281,9 @@ class Cluster:
         partition: int | str | None = None,
         max_wait_ms: int | None = None,
     ) -> None:
-        """Follower ``follower`` does its next round trip with the leader: a Fetch, or an
-        OffsetsForLeaderEpoch request when it must first find its truncation point.
+        """Follower ``follower`` does its next round trip with the leader: a Fetch, or (0.11 to
+        2.7) an OffsetsForLeaderEpoch request when it must first find its truncation point;
+        since 2.8 the Fetch itself finds it (a diverging epoch in the answer).
         ``response`` is "ok", "lost" (the leader handles the request; the answer never arrives)
         or "delayed" (it arrives ``delay_ms`` later, once time is advanced).
 

@@ -62,6 +62,8 @@ EVENT_KINDS: dict[str, str] = {
     "became_follower": "a broker follows a leader in an epoch (leader, leader_epoch)",
     "stale_leader_and_isr": "a broker ignored a LeaderAndIsr with an older leader epoch",
     "fetch_error": "a follower's request came back with an error (error)",
+    "fetch_fenced": "since 2.1: a follower fenced by its leader stops fetching until its next "
+    "LeaderAndIsr (leader_epoch)",
     "partition_state": "the controller committed leader/ISR (leader, leader_epoch, isr, reason)",
     "broker_failure": "the controller handled failed brokers (brokers)",
     "broker_startup": "the controller handled started brokers (brokers)",

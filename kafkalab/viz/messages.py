@@ -151,7 +151,11 @@ def message_label(msg: Any) -> str:
     if name == "ProduceResponse":
         return f"Produce ←{err or ' ok @' + str(_get(msg, 'base_offset'))}"
     if name == "FetchRequest":
-        return f"Fetch @{_get(msg, 'fetch_offset')}"
+        epoch = _get(msg, "last_fetched_epoch", -1)
+        return f"Fetch @{_get(msg, 'fetch_offset')}" + (f" e{epoch}" if epoch != -1 else "")
+    if name == "FetchResponse" and _get(msg, "diverging_epoch") is not None:
+        epoch, end_offset = _get(msg, "diverging_epoch")
+        return f"Fetch ← diverging e{epoch} @{end_offset}"
     if name == "FetchResponse":
         records = _get(msg, "records", ()) or ()
         values = [_get(r, "value") for r in records]
