@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 from kafkalab import ActionError, Cluster, make_config
+from kafkalab.protocol.actor import ConnectionClosed, Context
+from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
+from kafkalab.protocol.internal_topics import offsets_partition, txn_partition
 from kafkalab.sim.timed import Workload, random_faults, simulate
 
 CLIENT = {"max.in.flight.requests.per.connection": 5, "request.timeout.ms": 3000}
@@ -64,18 +67,21 @@ def test_the_client_gets_a_producer_id_and_numbers_its_records() -> None:
     assert {r.producer_id for r in records} == {pid_event.data["producer_id"]}
 
 
-def test_a_client_retries_until_the_leader_is_back() -> None:
+def test_a_client_waits_until_the_leader_is_back() -> None:
+    """Every connection to the crashed leader is refused, so nothing is sent to it and no attempt
+    is used (Sender.sendProducerData drains nothing for a node that is not ready): the batch
+    waits for the metadata to name broker 2, and lands at its first attempt."""
     c = Cluster(brokers=2, leader=1, config={"min.insync.replicas": 1})
-    c.producer("p", **{"retry.backoff.ms": 500, "request.timeout.ms": 2000})
+    c.producer("p", **{"retry.backoff.ms": 500, "request.timeout.ms": 2000, "retries": 0})
     c.crash(1)
     c.produce("m1", producer="p")
     c.advance(c.config.zookeeper_session_timeout_ms + 5000)  # broker 2 takes over
     assert c.leader == 2 and c.report().acked == ["m1"]
-    retries = c.trace.of_kind("produce_retry")
-    assert retries and {e.data["error"] for e in retries} <= {
-        "REQUEST_TIMED_OUT",
-        "NOT_LEADER_OR_FOLLOWER",
-    }
+    assert c.trace.of_kind("produce_retry") == []
+    (result,) = c.trace.of_kind("produce_result")
+    assert result.data["attempts"] == 1
+    refused = [e for e in c.trace.of_kind("drop") if e.data["reason"] == "refused"]
+    assert refused and {e.data["dst"] for e in refused} == {1}
 
 
 def test_delivery_timeout_ends_the_retries() -> None:
@@ -165,3 +171,151 @@ def test_a_consumer_without_a_group_does_not_auto_commit() -> None:
         c.consumer("other", **{"enable.auto.commit": True})
     with pytest.raises(ActionError, match="enable.auto.commit='yes' is not allowed"):
         c.consumer("third", group="g", **{"enable.auto.commit": "yes"})
+
+
+# ---- a broker whose process dies: the connection breaks --------------------------------------
+
+
+def _leader_dies_with_a_write_in_flight(power_loss: bool, producer: str | None) -> Cluster:
+    """Leader 1 (ZooKeeper mode) waits for its paused followers to acknowledge m1 when it dies
+    at 2 s: its process (its host resets the connections) or its power (nobody is told)."""
+    c = Cluster(
+        brokers=3,
+        mode="timed",
+        leader=1,
+        config={"min.insync.replicas": 2, "controller_mode": "zk"},
+    )
+    if producer is not None:
+        c.producer(producer, acks="all")
+    c.advance(1000)
+    c.pause(2)
+    c.pause(3)
+    if producer is None:
+        c.produce("m1", acks="all")
+    else:
+        c.produce("m1", producer=producer)
+    c.advance(1000)
+    c.crash(1, lose_unflushed=power_loss)
+    c.resume(2)
+    c.resume(3)
+    c.advance(40000)
+    return c
+
+
+def test_a_producer_retries_at_once_when_its_leaders_process_dies() -> None:
+    """NetworkClient fails the request in flight at once (handleDisconnections): Sender completes
+    the batch as NETWORK_EXCEPTION, retriable, and sends it again after retry.backoff.ms (the
+    same from 0.8.2.2 to 3.6.0). After a power loss nothing breaks the connection: the retry
+    waits for request.timeout.ms (30 s after the send at 1.1 s)."""
+    c = _leader_dies_with_a_write_in_flight(False, "p")
+    first = c.trace.of_kind("produce_retry")[0]
+    assert (first.data["error"], first.time_ms) == ("NETWORK_EXCEPTION", 2005)
+    second = [e for e in c.trace.of_kind("produce") if e.data["attempt"] == 2][0]
+    assert second.time_ms == first.time_ms + 100, "retry.backoff.ms"
+    assert c.leader == 2 and c.report().acked == ["m1"]
+    c = _leader_dies_with_a_write_in_flight(True, "p")
+    first = c.trace.of_kind("produce_retry")[0]
+    assert first.data["error"] == "REQUEST_TIMED_OUT" and first.time_ms > 31_000
+    assert c.report().acked == ["m1"]
+
+
+def test_the_bare_producer_hears_of_the_disconnection_at_once() -> None:
+    """The bare producer has no retries: Kafka's callback gets NetworkException at the crash,
+    not a timeout 30 s later (a power loss still times out)."""
+    c = _leader_dies_with_a_write_in_flight(False, None)
+    (result,) = c.trace.of_kind("produce_result")
+    assert (result.data["error"], result.time_ms) == ("NETWORK_EXCEPTION", 2004)
+    c = _leader_dies_with_a_write_in_flight(True, None)
+    (result,) = c.trace.of_kind("produce_result")
+    assert (result.data["error"], result.time_ms) == ("REQUEST_TIMED_OUT", 31001)
+
+
+def _consumer_across_a_leader_crash(power_loss: bool) -> Cluster:
+    c = Cluster(brokers=3, mode="timed", leader=1, config={"controller_mode": "zk"})
+    c.consumer("c", **{"auto.offset.reset": "earliest"})
+    c.advance(1000)
+    c.produce("m1", acks="all")
+    c.advance(1000)
+    c.poll("c")
+    c.advance(500)
+    c.poll("c")  # its fetch is on the way when the leader dies
+    c.crash(1, lose_unflushed=power_loss)
+    c.advance(25000)  # broker 2 leads
+    c.produce("m2", acks="all")
+    c.advance(1000)
+    for _ in range(3):
+        c.poll("c")
+        c.advance(500)
+    return c
+
+
+def test_a_consumer_learns_the_new_leader_when_its_leaders_process_dies() -> None:
+    """The consumer's fetch fails at once (Fetcher's onFailure) and NetworkClient asks for a
+    metadata update; a later fetch to the dead broker is refused the same way, so the consumer
+    finds broker 2 and reads m2. After a power loss nothing tells it (kafkalab's consumer has no
+    request timeout): it keeps asking broker 1."""
+    c = _consumer_across_a_leader_crash(False)
+    errors = [(e.time_ms, e.data["error"]) for e in c.trace.of_kind("consumer_error")]
+    assert errors[0] == (2504, "NETWORK_EXCEPTION")
+    read = [v for e in c.trace.of_kind("consumer_records") for _, v, _ in e.data["records"]]
+    assert c.leader == 2 and read == ["m1", "m2"]
+    c = _consumer_across_a_leader_crash(True)
+    assert c.trace.of_kind("consumer_error") == []
+    read = [v for e in c.trace.of_kind("consumer_records") for _, v, _ in e.data["records"]]
+    assert read == ["m1"]
+
+
+def _commit_across_a_coordinator_crash(power_loss: bool) -> list[tuple[int, Any]]:
+    c = Cluster(
+        brokers=3,
+        mode="timed",
+        replication="auto",
+        transactional_ids=["tx"],
+        config={"controller_mode": "zk", "min.insync.replicas": 2},
+    )
+    c.advance(1000)
+    coordinator = c.partition_states()[txn_partition("tx")].leader
+    c.producer("p", transactional_id="tx")
+    c.advance(1000)
+    c.begin("p")
+    c.advance(100)
+    c.produce("a", producer="p")
+    c.advance(1000)
+    c.commit("p")  # EndTxn is on the way when the coordinator dies
+    c.crash(coordinator, lose_unflushed=power_loss)
+    c.advance(60000)
+    ends = [e for e in c.trace.of_kind("send") if type(e.data["msg"]).__name__ == "EndTxnRequest"]
+    assert ends[0].data["dst"] == coordinator
+    done = [e.time_ms for e in c.trace.of_kind("txn_client") if e.data["op"] == "commit"]
+    return [(e.time_ms, e.data["dst"]) for e in ends[1:2]] + [(done[0], "committed")]
+
+
+def test_a_transactional_call_is_retried_at_once_when_its_coordinators_process_dies() -> None:
+    """TxnRequestHandler.onComplete: a disconnected EndTxn looks the coordinator up again and is
+    sent after retry.backoff.ms, so the commit ends once a new coordinator is elected (the
+    ZooKeeper session, 18 s), not a request timeout later; after a power loss the retry waits
+    for request.timeout.ms."""
+    (retry_ms, _), (committed_ms, _) = _commit_across_a_coordinator_crash(False)
+    assert retry_ms < 3300 and committed_ms < 20_000
+    (retry_ms, _), (committed_ms, _) = _commit_across_a_coordinator_crash(True)
+    assert retry_ms > 33_000 and committed_ms > 33_000
+
+
+def test_a_commit_fails_and_forgets_its_coordinator_when_the_coordinator_dies() -> None:
+    """AbstractCoordinator's CoordinatorResponseHandler.onFailure: a DisconnectException marks
+    the coordinator unknown (coordinatorDead until 1.1, markCoordinatorUnknown since)."""
+    consumer = KafkaConsumer("c", ConsumerSettings(group_id="g"), (1, 2, 3), ("t-0",))
+    group_tp = offsets_partition("g")
+    consumer.leaders = {"t-0": 2, group_tp: 1}
+    consumer._offsets_known = True
+    consumer.positions = {"t-0": 4}
+    ctx = Context(100, "c")
+    consumer.handle(ctx, None, Poll("commit"))
+    assert not consumer.idle and consumer.awaits_answer_from(1)
+    ctx = Context(110, "c")
+    consumer.handle(ctx, 1, ConnectionClosed(1, 105))
+    assert consumer.idle and not consumer.awaits_answer_from(1)
+    assert group_tp not in consumer.leaders
+    assert ("consumer_commit", {"consumer": "c", "group": "g", "error": "NETWORK_EXCEPTION"}) in (
+        ctx.events
+    )

@@ -416,3 +416,15 @@ def test_a_reset_does_not_cross_a_cut_link() -> None:
     sim.remove("b", host_up=True)
     sim.run_until(40)
     assert _closed(a) == []
+
+
+def test_a_refused_connection_is_told_apart_from_a_reset() -> None:
+    """A request in flight when the process died was sent; one that reaches the dead process
+    later tried a new connection, which was refused, so it never left."""
+    sim, a = _waiter_and_b()
+    sim.run_until(10)
+    sim.remove("b", host_up=True)
+    sim.command("a", ("b", Ping(1)))
+    sim.run_until(40)
+    closed = [msg for _, _, msg in a.received if isinstance(msg, ConnectionClosed)]
+    assert [msg.refused for msg in closed] == [False, True]

@@ -18,10 +18,12 @@ class ConnectionClosed:
     """What the network tells an actor when its connection to ``peer`` broke: the peer's
     process died and its host reset the connection, or refused a new one. No request sent to
     ``peer`` at or before ``at_ms`` will be answered (Kafka's NetworkClient hands back a
-    disconnected response at once)."""
+    disconnected response at once). ``refused``: a new connection was refused, so the request
+    that tried it never left (Kafka's client sends nothing to a node it cannot connect to)."""
 
     peer: int | str
     at_ms: int
+    refused: bool = False
 
 
 class Context:

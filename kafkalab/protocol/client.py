@@ -6,6 +6,8 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
   REQUEST_TIMED_OUT, or no answer within request.timeout.ms) sends the batch again after
   retry.backoff.ms, until ``retries`` or delivery.timeout.ms run out; the client refreshes its
   metadata from a broker first when the leader may have moved.
+- A request in flight to a broker whose process dies fails at once as NETWORK_EXCEPTION,
+  retriable (see client_network.py); a power loss or a cut link breaks no connection.
 - OUT_OF_ORDER_SEQUENCE_NUMBER is not a retriable error in general (0.11 never retried it, and
   its idempotent producer had one request in flight); TransactionManager.canRetry
   (since 1.0, KAFKA-5494) retries it when the refused batch is not the next one after the last
@@ -49,7 +51,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
+from kafkalab.protocol.client_network import producer_connection_closed
 from kafkalab.protocol.client_settings import (
     ProduceCommand,
     ProducerSettings,
@@ -82,9 +85,12 @@ RETRIABLE = frozenset(
         m.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         m.REQUEST_TIMED_OUT,
         m.LEADER_NOT_AVAILABLE,
+        m.NETWORK_EXCEPTION,
     }
 )
-REFRESH = frozenset({m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE})
+REFRESH = frozenset(
+    {m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE, m.NETWORK_EXCEPTION}
+)
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"  # the client's TimeoutException: delivery.timeout.ms passed
 # The client's KafkaException when a partition's sequences stay unresolved: "The client hasn't
 # received acknowledgment for some previously sent messages and can no longer retry them."
@@ -123,6 +129,7 @@ class KafkaProducer:
         self.queue: list[_Batch] = []
         self.inflight: dict[int, _Batch] = {}
         self.deadlines: dict[int, int] = {}
+        self.sent_to: dict[int, tuple[Any, int]] = {}  # in flight: where it went, and when
         self.leaders: dict[str, int | None] = {}
         self.correlation = 0
         self._broker_turn = 0
@@ -134,6 +141,7 @@ class KafkaProducer:
         self.txn_started = False  # a partition or offsets were added (transactionStarted)
         self.txn_requests: list[Any] = []  # pending coordinator calls, in order
         self.txn_waiting: Any = None  # the call in flight
+        self.txn_sent_to: tuple[Any, int] = (None, 0)  # its coordinator, and when it went
         self.txn_error = ""
         self.txn_deadline = 0
         # 2.5+ (KIP-360): the abort of a transaction that failed a send also bumps the epoch
@@ -170,6 +178,8 @@ class KafkaProducer:
             self.leaders.update({tp: leader for tp, leader in msg.leaders if leader is not None})
         elif isinstance(msg, m.ProduceResponse):
             self._on_response(ctx, msg)
+        elif isinstance(msg, ConnectionClosed):
+            producer_connection_closed(self, ctx, msg)
         elif isinstance(
             msg,
             m.AddPartitionsToTxnResponse
@@ -206,6 +216,12 @@ class KafkaProducer:
         if aborting:
             txn_complete(self, ctx, False)
 
+    def awaits_answer_from(self, peer: Any) -> bool:
+        """Whether a produce or a coordinator call waits for ``peer`` (client_network.py)."""
+        if self.txn_waiting is not None and self.txn_sent_to[0] == peer:
+            return True
+        return any(self.sent_to[cid][0] == peer for cid in self.inflight)
+
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if self._timer_at.get(name) == ctx.now:
             del self._timer_at[name]
@@ -213,6 +229,7 @@ class KafkaProducer:
             for cid, deadline in list(self.deadlines.items()):
                 if deadline <= ctx.now and cid in self.inflight:
                     del self.deadlines[cid]
+                    self.sent_to.pop(cid, None)
                     batch = self.inflight.pop(cid)
                     self._retry_or_fail(ctx, batch, self._timeout_error(ctx, batch))
         elif name == "txn_timeout" and self.txn_waiting is not None:
@@ -324,6 +341,7 @@ class KafkaProducer:
             self._outcome(ctx, batch, "UNKNOWN", -1)
             return
         self.inflight[cid] = batch
+        self.sent_to[cid] = (leader, ctx.now)
         # Sender.getExpiredInflightBatches: an answer is awaited until request.timeout.ms, but
         # never past the batch's delivery.timeout.ms.
         delivery_deadline = batch.created_ms + self.settings.delivery_timeout_ms
@@ -339,6 +357,7 @@ class KafkaProducer:
     def _on_response(self, ctx: Context, resp: m.ProduceResponse) -> None:
         batch = self.inflight.pop(resp.correlation_id, None)
         self.deadlines.pop(resp.correlation_id, None)
+        self.sent_to.pop(resp.correlation_id, None)
         if batch is None:
             return  # already timed out and retried
         if resp.error == m.NONE:
@@ -440,7 +459,14 @@ class KafkaProducer:
             attempt=batch.attempts,
         )
         batch.retry = True
-        if s.enable_idempotence:  # RecordAccumulator.insertInSequenceOrder
+        self._requeue(ctx, batch)
+        if error in REFRESH:
+            self.leaders.pop(batch.tp, None)
+            self._refresh_metadata(ctx)
+
+    def _requeue(self, ctx: Context, batch: _Batch) -> None:
+        """Back to the queue, sent again once retry.backoff.ms has passed."""
+        if self.settings.enable_idempotence:  # RecordAccumulator.insertInSequenceOrder
             at = next(
                 (
                     i
@@ -452,10 +478,7 @@ class KafkaProducer:
             self.queue.insert(at, batch)
         else:  # RecordAccumulator.reenqueue: back to the front of the queue
             self.queue.insert(0, batch)
-        self._set_timer(ctx, f"backoff:{batch.tp}", s.retry_backoff_ms)
-        if error in REFRESH:
-            self.leaders.pop(batch.tp, None)
-            self._refresh_metadata(ctx)
+        self._set_timer(ctx, f"backoff:{batch.tp}", self.settings.retry_backoff_ms)
 
     def _expire_queued(self, ctx: Context) -> None:
         """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has

@@ -18,6 +18,12 @@ what an application reads): one consumer per group, assigned its partitions, no 
   ``latest``, Kafka's default, asks the leader for the HW (the LSO for read_committed),
   ``earliest`` for the log start offset, and ``none`` fails the poll with
   NoOffsetForPartitionException (OffsetOutOfRangeException for an out-of-range position).
+- When the process of a broker it asked dies (or refuses the connection), NetworkClient fails
+  the request at once and asks for a metadata update, in every release since 0.9: a fetch or
+  ListOffsets fails (Fetcher's onFailure; the next poll fetches again once the metadata names a
+  leader), and a commit fails as DisconnectException, which marks the coordinator unknown
+  (AbstractCoordinator's CoordinatorResponseHandler.onFailure: coordinatorDead until 1.1,
+  markCoordinatorUnknown since). A power loss or a cut link breaks no connection.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 
 from kafkalab.errors import ConfigError
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 from kafkalab.protocol.internal_topics import offsets_partition
 from kafkalab.protocol.log import Record
 
@@ -108,6 +114,10 @@ class KafkaConsumer:
         self._waiting_process: dict[int, bool] = {}  # fetch correlation id -> process at once
         self._resets: dict[int, tuple[str, bool]] = {}  # ListOffsets id -> (partition, process)
         self._commits = 0  # offset commits waiting for an answer
+        # requests awaiting an answer: correlation id -> (broker, when sent, partition; "" for
+        # an offset commit)
+        self._sent: dict[int, tuple[Any, int, str]] = {}
+        self._metadata_due = -1  # when the metadata timer fires
 
     @property
     def idle(self) -> bool:
@@ -122,13 +132,45 @@ class KafkaConsumer:
     def start(self, ctx: Context) -> None:
         self.last_commit_ms = ctx.now
         self._refresh(ctx)
-        ctx.set_timer(self.settings.retry_backoff_ms, "metadata")
+        self._arm_metadata(ctx)
+
+    def _arm_metadata(self, ctx: Context) -> None:
+        if self._metadata_due <= ctx.now:
+            self._metadata_due = ctx.now + self.settings.retry_backoff_ms
+            ctx.set_timer(self.settings.retry_backoff_ms, "metadata")
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if name == "metadata" and (not self._offsets_known or len(self.leaders) < len(self.tps)):
             self._refresh(ctx)
             self._fetch_offsets(ctx)
-            ctx.set_timer(self.settings.retry_backoff_ms, "metadata")
+            self._arm_metadata(ctx)
+
+    def awaits_answer_from(self, peer: Any) -> bool:
+        """Whether a fetch, ListOffsets or commit waits for ``peer``'s answer (the network tells
+        the consumer when that connection breaks)."""
+        return any(sent[0] == peer for sent in self._sent.values())
+
+    def _on_connection_closed(self, ctx: Context, msg: ConnectionClosed) -> None:
+        """NetworkClient's disconnected response for each request sent to ``msg.peer`` at or
+        before ``msg.at_ms``: the fetch or ListOffsets fails and the partition's leader is looked
+        up again; the commit fails and the coordinator is unknown. Then a metadata update."""
+        group = self.settings.group_id
+        for cid, (peer, sent_ms, key) in list(self._sent.items()):
+            if peer != msg.peer or sent_ms > msg.at_ms:
+                continue
+            del self._sent[cid]
+            self.leaders.pop(key or offsets_partition(group), None)
+            if not key:
+                self._commits = max(0, self._commits - 1)
+                ctx.emit(
+                    "consumer_commit", consumer=self.name, group=group, error=m.NETWORK_EXCEPTION
+                )
+                continue
+            self._waiting_process.pop(cid, None)
+            self._resets.pop(cid, None)
+            ctx.emit("consumer_error", consumer=self.name, tp=key, error=m.NETWORK_EXCEPTION)
+        self._refresh(ctx)
+        self._arm_metadata(ctx)
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
         if isinstance(msg, Poll):
@@ -142,7 +184,11 @@ class KafkaConsumer:
             self._on_fetch(ctx, msg)
         elif isinstance(msg, m.ListOffsetsResponse):
             self._on_reset(ctx, msg)
+        elif isinstance(msg, ConnectionClosed):
+            self._on_connection_closed(ctx, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            if self._sent.pop(msg.correlation_id, None) is None:
+                return  # its connection broke: already failed
             self._commits = max(0, self._commits - 1)
             ctx.emit("consumer_commit", consumer=self.name, group=msg.group, error=msg.error)
             if msg.error == m.NOT_COORDINATOR:
@@ -189,6 +235,7 @@ class KafkaConsumer:
             return
         self.correlation += 1
         self._commits += 1
+        self._sent[self.correlation] = (coordinator, ctx.now, "")
         ctx.send(
             coordinator, m.OffsetCommitRequest(self.settings.group_id, offsets, self.correlation)
         )
@@ -214,6 +261,7 @@ class KafkaConsumer:
     def _send_fetch(self, ctx: Context, tp: str, leader: Any, process: bool) -> None:
         self.correlation += 1
         self._waiting_process[self.correlation] = process
+        self._sent[self.correlation] = (leader, ctx.now, tp)
         isolation = self.settings.isolation_level
         ctx.send(
             leader, m.ConsumerFetchRequest(tp, self.correlation, self.positions[tp], isolation)
@@ -228,11 +276,13 @@ class KafkaConsumer:
             return
         self.correlation += 1
         self._resets[self.correlation] = (tp, process)
+        self._sent[self.correlation] = (leader, ctx.now, tp)
         isolation = self.settings.isolation_level
         ctx.send(leader, m.ListOffsetsRequest(tp, self.correlation, policy, isolation))
 
     def _on_reset(self, ctx: Context, resp: m.ListOffsetsResponse) -> None:
         tp, process = self._resets.pop(resp.correlation_id, (None, False))
+        self._sent.pop(resp.correlation_id, None)
         if tp is None:
             return
         if resp.error != m.NONE:
@@ -252,6 +302,7 @@ class KafkaConsumer:
 
     def _on_fetch(self, ctx: Context, resp: m.ConsumerFetchResponse) -> None:
         process = self._waiting_process.pop(resp.correlation_id, None)
+        self._sent.pop(resp.correlation_id, None)
         if process is None:
             return
         if resp.error == m.OFFSET_OUT_OF_RANGE and resp.tp in self.leaders:

@@ -2,6 +2,8 @@
 
 Batching, retries and idempotence belong to the producer issue; this client is what the
 replication scenarios need: acks, the request timeout, and the outcome of every record.
+A request in flight to a broker whose process dies fails at once with NETWORK_EXCEPTION, as
+Kafka's producer with no retries reports the disconnection (see client_network.py).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import Context
+from kafkalab.protocol.actor import ConnectionClosed, Context
 
 __all__ = ["Producer", "Send"]
 
@@ -36,6 +38,7 @@ class Producer:
         self.inflight: dict[int, tuple[str, tuple[str, ...], int, int]] = {}
         self.deadlines: dict[int, int] = {}  # correlation id -> timeout, in send order
         self.armed_ms: int | None = None  # when the one request-timeout timer fires
+        self.sent_ms: dict[int, int] = {}  # correlation id -> when it was sent
 
     def start(self, ctx: Context) -> None:
         pass
@@ -48,6 +51,21 @@ class Producer:
             self.deadlines.pop(msg.correlation_id, None)
             if pending is not None:
                 self._outcome(ctx, pending, msg.error, msg.base_offset)
+        elif isinstance(msg, ConnectionClosed) and not msg.refused:
+            # NetworkClient's disconnected response: Sender completes the batch at once as
+            # NETWORK_EXCEPTION. (A refused connection sends nothing: Kafka's batch would wait
+            # for a leader, which this client, bound to the leader it was given, cannot learn;
+            # it times out as before.)
+            for cid, pending in list(self.inflight.items()):
+                if pending[3] == msg.peer and self.sent_ms[cid] <= msg.at_ms:
+                    del self.inflight[cid]
+                    self.deadlines.pop(cid, None)
+                    self._outcome(ctx, pending, m.NETWORK_EXCEPTION, -1)
+
+    def awaits_answer_from(self, peer: Any) -> bool:
+        """Whether a request waits for ``peer``'s answer (the network tells the producer when
+        that connection breaks)."""
+        return any(pending[3] == peer for pending in self.inflight.values())
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         """Requests without a response within request.timeout.ms time out, oldest first."""
@@ -90,6 +108,7 @@ class Producer:
             self._outcome(ctx, (cmd.tp, cmd.values, 0, cmd.leader), "UNKNOWN", -1)
             return
         self.inflight[cid] = (cmd.tp, cmd.values, cmd.acks, cmd.leader)
+        self.sent_ms[cid] = ctx.now
         # One ms after the broker's own timeout, so a broker that is still there answers first.
         self.deadlines[cid] = ctx.now + cmd.timeout_ms + 1
         self._arm(ctx, self.deadlines[cid])

@@ -69,6 +69,7 @@ class TxnProducer(Protocol):
     txn_started: bool
     txn_requests: list[Any]
     txn_waiting: Any
+    txn_sent_to: tuple[Any, int]
     txn_error: str
     txn_deadline: int
     epoch_bump_required: bool
@@ -184,6 +185,7 @@ def send_txn_request(p: TxnProducer, ctx: Context) -> None:
         msg = m.EndTxnRequest(txn_id, pid, epoch, request[1])
     p.txn_requests.pop(0)
     p.txn_waiting = request
+    p.txn_sent_to = (coordinator, ctx.now)
     ctx.send(coordinator, msg)
     p.txn_deadline = ctx.now + p.settings.request_timeout_ms
     p._set_timer(ctx, "txn_timeout", p.settings.request_timeout_ms)

@@ -151,9 +151,9 @@ class Simulation:
         awaits = getattr(self.actors.get(address), "awaits_answer_from", None)
         return awaits is not None and bool(awaits(peer))
 
-    def _connection_closed(self, dead: Any, peer: Any) -> None:
-        """The dead process's host resets its connection with ``peer``."""
-        self.send(dead, peer, ConnectionClosed(dead, self.now))
+    def _connection_closed(self, dead: Any, peer: Any, refused: bool = False) -> None:
+        """The dead process's host resets its connection with ``peer`` (or refuses a new one)."""
+        self.send(dead, peer, ConnectionClosed(dead, self.now, refused))
 
     def command(self, address: Any, msg: Any) -> None:
         """Hand ``msg`` to a local actor directly (an operator's or a client's call)."""
@@ -375,7 +375,7 @@ class Simulation:
             actor = self.actors.get(dst)
             if actor is None and dst in self.refusing and self._refused(src, dst):
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "refused"})
-                self._connection_closed(dst, src)
+                self._connection_closed(dst, src, True)
             elif actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
             elif self.cut and not self.link_up(src, dst):
