@@ -5,6 +5,7 @@ restarted broker refused while its old session is valid."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -129,16 +130,31 @@ def test_a_kraft_controller_balances_leaders_only_from_3_2(preset: str, back: bo
 # ---- KIP-841 (KAFKA-13916, 3.3) ------------------------------------------------------------
 
 
-def _active_node(isr_join_only_eligible: bool) -> KRaftNode:
+def _standalone_node() -> KRaftNode:
+    """An active controller node outside any cluster, for what it answers at once."""
     c = Cluster(brokers=3, config={"controller_mode": "kraft"})
-    config = c.config.replace(isr_join_only_eligible=isr_join_only_eligible)
     part = PartitionRegistration((1, 2, 3), 1, 0, (1, 2))
     node = KRaftNode(
-        "c1", CONTROLLERS, config, {"t-0": part}, election_draws=[0], backoff_draws=[0]
+        "c1", CONTROLLERS, c.config, {"t-0": part}, election_draws=[0], backoff_draws=[0]
     )
     node.brokers = {1: BrokerInfo(1, False), 2: BrokerInfo(2, False), 3: BrokerInfo(3, False, True)}
     node.active = True
     return node
+
+
+def _active_node(
+    c: ClusterType, isr_join_only_eligible: bool
+) -> tuple[KRaftNode, PartitionRegistration]:
+    """The active controller of ``c``, settled, after broker 3 left demo-0's ISR and while it
+    is shutting down."""
+    c.advance(5000)
+    node = _node(c, c.controller)
+    node.config = node.config.replace(isr_join_only_eligible=isr_join_only_eligible)
+    reg = node.partitions["demo-0"]
+    shrunk = replace(reg, isr=(1, 2), partition_epoch=reg.partition_epoch + 1)
+    node.partitions["demo-0"] = shrunk
+    node.brokers[3] = replace(node.brokers[3], shutting_down=True)
+    return node, shrunk
 
 
 @pytest.mark.parametrize(("eligible_only", "error"), [(False, None), (True, m.INELIGIBLE_REPLICA)])
@@ -148,13 +164,17 @@ def test_a_shutting_down_replica_is_refused_in_the_isr_only_from_3_3(
     """ReplicationControlManager.validateAlterPartitionData: 3.3.2 refuses an ISR holding a
     fenced or shutting-down replica (ineligibleReplicasForIsr); 3.2.3 checked nothing, and a
     shutting-down broker was still acceptable as leader (clusterControl.unfenced)."""
-    node = _active_node(eligible_only)
+    c = Cluster(brokers=3, config={"controller_mode": "kraft"})
+    node, reg = _active_node(c, eligible_only)
     assert node._acceptable(3) is not eligible_only
-    node._change = lambda ctx, tp, new: None  # type: ignore[method-assign]  # no quorum here
-    ctx = Context(0, "c1")
-    node.handle(ctx, 1, m.AlterIsr("t-0", 1, 0, 0, (1, 2, 3)))
+    ctx = Context(5000, node.id)
+    request = m.AlterIsr("demo-0", 1, reg.leader_epoch, reg.partition_epoch, (1, 2, 3))
+    node.handle(ctx, 1, request)
     replies = [msg for _, msg, _ in ctx.sends if isinstance(msg, m.AlterIsrResponse)]
-    assert [r.error for r in replies] == [error or m.NONE]
+    if error is None:  # accepted: the change waits in the metadata log for the quorum
+        assert replies == [] and node._current("demo-0").isr == (1, 2, 3)
+    else:
+        assert [r.error for r in replies] == [error] and node._current("demo-0").isr == (1, 2)
 
 
 # ---- fencing and registration (since 2.8) --------------------------------------------------
@@ -198,7 +218,7 @@ def test_a_restarted_broker_is_refused_while_its_old_session_is_valid() -> None:
 def test_a_fenced_broker_stays_fenced_until_it_has_applied_its_registration_record() -> None:
     """BrokerHeartbeatManager.calculateNextBrokerState: a fenced broker is unfenced only by a
     heartbeat whose currentMetadataOffset reaches its registration record (its broker epoch)."""
-    node = _active_node(True)
+    node = _standalone_node()
     node.brokers[2] = BrokerInfo(5, fenced=True)
     ctx = Context(0, "c1")
     node.handle(ctx, 2, m.BrokerHeartbeat(2, 5, False, 4))
