@@ -716,8 +716,8 @@ def test_a_follower_learns_at_once_that_its_leaders_process_died() -> None:
 # ---- the producer's errors by release --------------------------------------------------------
 
 
-def _zombie(preset: str) -> Cluster:
-    """p1 is fenced by p2 (same transactional.id) while paused; then it writes and aborts."""
+def _fenced_while_paused(preset: str) -> Cluster:
+    """p1 writes in a transaction and pauses; p2 starts with the same transactional.id."""
     c = Cluster(
         brokers=3,
         transactional_ids=["tx"],
@@ -731,6 +731,12 @@ def _zombie(preset: str) -> Cluster:
     c.pause("p1")
     c.producer("p2", **settings)
     c.advance(500)
+    return c
+
+
+def _zombie(preset: str) -> Cluster:
+    """p1 is fenced by p2 (same transactional.id) while paused; then it writes and aborts."""
+    c = _fenced_while_paused(preset)
     c.begin("p2")
     c.produce("b", producer="p2")
     c.commit("p2")
@@ -805,19 +811,7 @@ def test_before_2_7_an_idempotent_producer_could_not_recover_from_invalid_produc
 def test_the_coordinator_answers_a_fenced_epoch_by_release(preset: str, error: str) -> None:
     """TransactionCoordinator.endTransaction: INVALID_PRODUCER_EPOCH until 2.6, PRODUCER_FENCED
     since 2.7 (KAFKA-9911, b937ec75677); the client is fenced either way."""
-    c = Cluster(
-        brokers=3,
-        transactional_ids=["tx"],
-        replication="auto",
-        config={"preset": preset, "min.insync.replicas": 2},
-    )
-    settings = {"transactional_id": "tx", "acks": "all", "enable_idempotence": True}
-    c.producer("p1", **settings)
-    c.begin("p1")
-    c.produce("a", producer="p1")
-    c.pause("p1")
-    c.producer("p2", **settings)
-    c.advance(500)
+    c = _fenced_while_paused(preset)
     c.resume("p1")
     c.commit("p1")
     got = [(e.data["op"], e.data["error"]) for e in c.trace.of_kind("txn_client")]
