@@ -374,9 +374,8 @@ class Cluster:
 
     def delete_records(self, offset: int, *, partition: int | str | None = None) -> None:
         """DeleteRecords (KIP-107, 0.11): the partition's leader moves its log start offset to
-        ``offset`` (-1: its HW; above the HW is refused with OFFSET_OUT_OF_RANGE). Readers no
-        longer get the records below it; followers move theirs on their next fetch. Refused
-        before 0.11 (``kip107`` off), which had no such request."""
+        ``offset`` (-1: its HW; above the HW: OFFSET_OUT_OF_RANGE). Readers no longer get the
+        records below it; followers move theirs on their next fetch. Refused before 0.11."""
         self._brokers.delete_records(offset, partition)
 
     def alter_partition(
@@ -487,8 +486,7 @@ class Cluster:
 
     def metadata_states(self) -> dict[str, CommittedPartition]:
         """Every partition's leader, leader epoch and ISR as the brokers' metadata caches hold
-        them, which is what clients (and kafka-topics --describe) see. Before 2.7 a leader's
-        own ISR changes reach them seconds late (0.9 to 2.6), or not at all (0.8)."""
+        them, as clients see them: before 2.7 a leader's ISR changes come late (0.8: never)."""
         return self.control.metadata_states()
 
     @property
