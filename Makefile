@@ -43,7 +43,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 
 help:
 	@echo "make lab        open the course in JupyterLab ($(LAB_NOTEBOOK))"
-	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs (about 8 min on 2 cores)"
+	@echo "make test       run the tests/ suite and compare the notebooks' stored outputs (about 10 min on 2 cores)"
 	@echo "make test-quick the tests/ suite without notebooks or Spark: the quick loop"
 	@echo "make test-hostile  grade every assignment's hostile hand-ins, not only 08's (about an hour)"
 	@echo "make test PYTEST_MARKS='not spark'   choose tests by marker: notebooks, spark"
