@@ -149,6 +149,7 @@ class _Walker:
         self.out.append("]")
 
     def _other(self, obj: Any) -> None:
+        """A random stream, a function or method, or a module (:data:`_SPECIAL`)."""
         out = self.out
         if isinstance(obj, random.Random):
             version, words, gauss = obj.getstate()
@@ -165,10 +166,8 @@ class _Walker:
             owner = getattr(obj, "__self__", None)
             if owner is not None and not isinstance(owner, types.ModuleType):
                 self.walk(owner)
-        elif isinstance(obj, types.ModuleType):
+        else:  # a module: _kind sends nothing else here
             out.append(f"module:{obj.__name__}")
-        else:
-            self._object(obj)
 
     def _object(self, obj: Any) -> None:
         cls = type(obj)
