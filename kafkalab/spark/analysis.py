@@ -14,6 +14,7 @@ Results are sorted, so the same dataset prints the same table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "latency_by_acks",
     "leader_epoch_anomalies",
     "loss_probability",
+    "mcnemar_exact",
     "read_campaign",
     "wilson_interval",
 ]
@@ -102,6 +104,22 @@ def loss_probability(
         )
         .orderBy(*by)
     )
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """McNemar's exact two-sided test for paired trials (the same seed under two settings).
+
+    Only the discordant pairs count: ``only_first`` seeds lost records under the first setting
+    alone, ``only_second`` under the second alone. If the setting made no difference, each
+    discordant seed would fall either way with probability 1/2; the p-value is the chance of a
+    split at least as uneven as this one, both ways (binomial, capped at 1).
+    """
+    for name, value in (("only_first", only_first), ("only_second", only_second)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name}={value!r} is not allowed: use a count, a whole number >= 0")
+    n = only_first + only_second
+    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1))
+    return min(1.0, 2 * tail / 2**n)
 
 
 def availability_frontier(trials: DataFrame, *, by: Sequence[str] = CONFIG) -> DataFrame:
