@@ -80,10 +80,10 @@ def best_config_answer(max_loss: float, confidence: float) -> str | None:
 
 def _best_show(p: Mapping[str, Any]) -> str:
     return (
-        f"Your target: P(losing acknowledged records) at most max_loss = {p['max_loss']}, "
-        f"with {p['confidence']:.0%} confidence (confidence = {p['confidence']}):\n"
-        f"the upper end of the {p['confidence']:.0%} Wilson interval, ci_high, must be "
-        f"<= {p['max_loss']}."
+        f"Your target: the upper end of the two-sided {p['confidence']:.0%} Wilson interval "
+        f"(confidence = {p['confidence']}), ci_high, must be <= max_loss = {p['max_loss']}:\n"
+        f"P(losing acknowledged records) at most {p['max_loss']} with one-sided confidence "
+        f"{(1 + p['confidence']) / 2:.1%}."
     )
 
 
