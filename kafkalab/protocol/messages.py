@@ -126,6 +126,7 @@ TRANSACTION_COORDINATOR_FENCED = "TRANSACTION_COORDINATOR_FENCED"
 INVALID_TXN_STATE = "INVALID_TXN_STATE"
 NETWORK_EXCEPTION = "NETWORK_EXCEPTION"  # a client's broken connection; no broker sends it
 INVALID_PRODUCER_ID_MAPPING = "INVALID_PRODUCER_ID_MAPPING"
+UNSTABLE_OFFSET_COMMIT = "UNSTABLE_OFFSET_COMMIT"  # KIP-447 (2.5): offsets pending
 
 
 # The four produce and fetch messages write __init__ out (init=False): compiled, far faster.
@@ -511,15 +512,23 @@ class OffsetCommitResponse:
 
 @dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
+    """A consumer asks for its group's committed offsets. ``require_stable`` (KIP-447, 2.5):
+    a partition whose offsets are pending is answered UNSTABLE_OFFSET_COMMIT, not with the
+    last stable offset."""
+
     group: str
     tps: tuple[str, ...]
+    require_stable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
+    """``unstable``: the partitions answered UNSTABLE_OFFSET_COMMIT."""
+
     group: str
     error: str
     offsets: tuple[tuple[str, int], ...] = ()
+    unstable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,8 @@ EVENT_KINDS: dict[str, str] = {
     "consumer_processed": "the application processed records (consumer, records)",
     "consumer_commit_sent": "a consumer sent its position to the group coordinator",
     "consumer_commit": "a consumer's offset commit was answered (group, error)",
-    "consumer_error": "a consumer's fetch failed (tp, error)",
+    "consumer_error": "a consumer's fetch failed, or its offset fetch found the offsets "
+    "pending (UNSTABLE_OFFSET_COMMIT, KIP-447) (tp, error)",
 }
 
 
