@@ -381,15 +381,21 @@ class InitProducerIdResponse:
 
 @dataclass(frozen=True, slots=True)
 class AddPartitionsToTxnRequest:
-    """Add partitions to the open transaction. ``verify_only``: a partition leader asks whether
-    they are already in it (KIP-890 part 1)."""
+    """Add partitions to the open transaction. A partition leader sends it too (KIP-890), with
+    the produce request's producer id and epoch and its own correlation id: to ask whether they
+    are already in it (``verify_only``, part 1), or to add its partition (transaction version
+    2, part 2)."""
 
     transactional_id: str
     producer_id: int
     producer_epoch: int
     tps: tuple[str, ...]
     verify_only: bool = False
-    correlation_id: int = 0
+    correlation_id: int = 0  # set by a partition leader only (a client has one call at a time)
+
+    @property
+    def from_leader(self) -> bool:
+        return self.verify_only or self.correlation_id > 0
 
 
 @dataclass(frozen=True, slots=True)

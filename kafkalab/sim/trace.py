@@ -95,7 +95,8 @@ EVENT_KINDS: dict[str, str] = {
     "txn_state": "a transaction moved between states at its coordinator (transactional_id, "
     "source, trigger, state, producer_id, producer_epoch, partitions)",
     "txn_verify": "a coordinator answered a partition leader's check of a first transactional "
-    "write (KIP-890: transactional_id, tps, error)",
+    "write, or (transaction version 2) its adding of the partition to the transaction "
+    "(KIP-890: transactional_id, tps, error)",
     "txn_client": "a transactional producer's call finished (producer, op, error, epoch)",
     "marker": "a partition leader wrote a COMMIT or ABORT marker (tp, control, producer_id, "
     "offset, first_offset of the transaction)",
