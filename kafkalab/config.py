@@ -241,6 +241,11 @@ class Config:
     # How often a transaction coordinator aborts the transactions open longer than their
     # transaction.timeout.ms (60000 ms until 2.4, 10000 ms since 2.5).
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    # 2.5 (KIP-447, KAFKA-9346): a consumer fetches its committed offsets with require_stable
+    # (OffsetFetch v7), and the group coordinator answers UNSTABLE_OFFSET_COMMIT for a
+    # partition with offsets still pending (in an open transaction, or awaiting replication);
+    # the consumer backs off and asks again. Before, it got the last stable committed offset.
+    offset_fetch_require_stable: bool = True
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -304,6 +309,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             idempotence_five_in_flight=False,
             unknown_producer_id_error=False,
             transaction_partition_verification_enable=False,
+            offset_fetch_require_stable=False,
             unclean_leader_election_enable=True,
             replica_lag_time_max_ms=10000,
             replica_lag_max_messages=4000,
@@ -387,6 +393,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             zookeeper_session_timeout_ms=18000,
             kip360=True,
             transaction_abort_timed_out_transaction_cleanup_interval_ms=10000,
+            offset_fetch_require_stable=True,  # KIP-447
         ),
     ),
     ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731

@@ -482,7 +482,9 @@ class KafkaProducer:
 
     def _expire_queued(self, ctx: Context) -> None:
         """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has
-        passed since it was created fails (Kafka's TimeoutException)."""
+        passed since it was created fails (Kafka's TimeoutException). As for any failed batch
+        (Sender.failBatch, TransactionManager.handleFailedBatch), an open transaction can then
+        only be aborted, and since 2.5 its abort bumps the epoch."""
         keep = []
         expired = []
         for batch in self.queue:
@@ -492,6 +494,8 @@ class KafkaProducer:
             else:
                 keep.append(batch)
         self.queue = keep
+        if expired and self.transactional and self.txn_state != FATAL_ERROR:
+            abortable(self, DELIVERY_TIMEOUT)
         for batch in expired:
             if batch.attempts == 0:
                 self._unnumber(batch)

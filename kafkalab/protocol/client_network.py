@@ -52,6 +52,8 @@ def producer_connection_closed(p: NetProducer, ctx: Context, msg: ConnectionClos
         del p.sent_to[cid]
         if msg.refused:
             batch.attempts -= 1  # it never left
+            if batch.attempts == 0:  # nor was it drained: no producer id or epoch yet
+                batch.producer_id = batch.producer_epoch = -1
             p._requeue(ctx, batch)
             p.leaders.pop(batch.tp, None)
             p._refresh_metadata(ctx)

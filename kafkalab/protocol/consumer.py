@@ -12,7 +12,12 @@ what an application reads): one consumer per group, assigned its partitions, no 
   (commitSync); ``enable.auto.commit`` commits the position of earlier polls at the start of a poll
   once auto.commit.interval.ms has passed (ConsumerCoordinator.maybeAutoCommitOffsetsAsync).
 - A restarted consumer asks the coordinator for its committed offsets (OffsetFetch) and starts
-  there. A partition without a committed offset (or without a group), or whose position is out
+  there. Since 2.5 (KIP-447, ``offset_fetch_require_stable``) it asks for stable offsets only:
+  while a partition's offsets are pending (sent in a transaction not yet ended, or not yet
+  replicated) the coordinator answers UNSTABLE_OFFSET_COMMIT, and the consumer asks again after
+  retry.backoff.ms, reading nothing meanwhile (ConsumerCoordinator.fetchCommittedOffsets).
+  Before, it got the last stable committed offset.
+- A partition without a committed offset (or without a group), or whose position is out
   of range (below the log start offset or past the end), starts where ``auto.offset.reset``
   says (SubscriptionState.resetInitializingPositions, OffsetFetcher.resetPositionsIfNeeded):
   ``latest``, Kafka's default, asks the leader for the HW (the LSO for read_committed),
@@ -56,6 +61,9 @@ class ConsumerSettings:
     max_poll_records: int = 500
     retry_backoff_ms: int = 100
     auto_offset_reset: str = "latest"  # Kafka's default
+    # The release's KIP-447 (2.5): OffsetFetch with require_stable, so pending offsets are
+    # waited for; before, the last stable committed offset is used.
+    offset_fetch_require_stable: bool = True
 
     def __post_init__(self) -> None:
         if self.auto_offset_reset not in OFFSET_RESETS:
@@ -118,6 +126,9 @@ class KafkaConsumer:
         # an offset commit)
         self._sent: dict[int, tuple[Any, int, str]] = {}
         self._metadata_due = -1  # when the metadata timer fires
+        # Offsets were answered UNSTABLE_OFFSET_COMMIT: only the back-off timer asks again.
+        self._offsets_unstable = False
+        self._unstable_reported: tuple[str, ...] = ()  # the trace shows each wait once
 
     @property
     def idle(self) -> bool:
@@ -140,7 +151,10 @@ class KafkaConsumer:
             ctx.set_timer(self.settings.retry_backoff_ms, "metadata")
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
-        if name == "metadata" and (not self._offsets_known or len(self.leaders) < len(self.tps)):
+        if name == "offset_fetch_backoff":
+            self._offsets_unstable = False
+            self._fetch_offsets(ctx)
+        elif name == "metadata" and (not self._offsets_known or len(self.leaders) < len(self.tps)):
             self._refresh(ctx)
             self._fetch_offsets(ctx)
             self._arm_metadata(ctx)
@@ -201,20 +215,40 @@ class KafkaConsumer:
         self._broker_turn += 1
 
     def _fetch_offsets(self, ctx: Context) -> None:
-        if self._offsets_known:
+        if self._offsets_known or self._offsets_unstable:
             return
-        coordinator = self.leaders.get(offsets_partition(self.settings.group_id))
+        s = self.settings
+        coordinator = self.leaders.get(offsets_partition(s.group_id))
         if coordinator is not None:
-            ctx.send(coordinator, m.OffsetFetchRequest(self.settings.group_id, self.tps))
+            request = m.OffsetFetchRequest(s.group_id, self.tps, s.offset_fetch_require_stable)
+            ctx.send(coordinator, request)
 
     def _on_offsets(self, ctx: Context, msg: m.OffsetFetchResponse) -> None:
-        if msg.error != m.NONE or self._offsets_known:
+        if self._offsets_known:
+            return  # a second answer to an OffsetFetch sent again while one was unanswered
+        if msg.error != m.NONE:
             self.leaders.pop(offsets_partition(self.settings.group_id), None)
+            return
+        if msg.unstable:
+            self._wait_for_stable_offsets(ctx, msg.unstable)
             return
         self._offsets_known = True
         committed = dict(msg.offsets)
         self.positions = {tp: committed[tp] for tp in self.tps if tp in committed}
         ctx.emit("consumer_position", consumer=self.name, positions=dict(self.positions))
+
+    def _wait_for_stable_offsets(self, ctx: Context, unstable: tuple[str, ...]) -> None:
+        """fetchCommittedOffsets (2.5+): UnstableOffsetCommitException is retriable; the
+        consumer sleeps retry.backoff.ms and sends the OffsetFetch again."""
+        if self._offsets_unstable:
+            return  # a second answer in the same back-off
+        for tp in unstable:
+            if tp not in self._unstable_reported:
+                error = m.UNSTABLE_OFFSET_COMMIT
+                ctx.emit("consumer_error", consumer=self.name, tp=tp, error=error)
+        self._unstable_reported = unstable
+        self._offsets_unstable = True
+        ctx.set_timer(self.settings.retry_backoff_ms, "offset_fetch_backoff")
 
     def _commit(self, ctx: Context, _: Poll) -> None:
         if not self.settings.group_id or not self._offsets_known:

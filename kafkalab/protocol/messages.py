@@ -126,6 +126,7 @@ TRANSACTION_COORDINATOR_FENCED = "TRANSACTION_COORDINATOR_FENCED"
 INVALID_TXN_STATE = "INVALID_TXN_STATE"
 NETWORK_EXCEPTION = "NETWORK_EXCEPTION"  # a client's broken connection; no broker sends it
 INVALID_PRODUCER_ID_MAPPING = "INVALID_PRODUCER_ID_MAPPING"
+UNSTABLE_OFFSET_COMMIT = "UNSTABLE_OFFSET_COMMIT"  # KIP-447 (2.5): offsets pending
 
 
 # The four produce and fetch messages write __init__ out (init=False): compiled, far faster.
@@ -380,15 +381,21 @@ class InitProducerIdResponse:
 
 @dataclass(frozen=True, slots=True)
 class AddPartitionsToTxnRequest:
-    """Add partitions to the open transaction. ``verify_only``: a partition leader asks whether
-    they are already in it (KIP-890 part 1)."""
+    """Add partitions to the open transaction. A partition leader sends it too (KIP-890), with
+    the produce request's producer id and epoch and its own correlation id: to ask whether they
+    are already in it (``verify_only``, part 1), or to add its partition (transaction version
+    2, part 2)."""
 
     transactional_id: str
     producer_id: int
     producer_epoch: int
     tps: tuple[str, ...]
     verify_only: bool = False
-    correlation_id: int = 0
+    correlation_id: int = 0  # set by a partition leader only (a client has one call at a time)
+
+    @property
+    def from_leader(self) -> bool:
+        return self.verify_only or self.correlation_id > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,15 +518,23 @@ class OffsetCommitResponse:
 
 @dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
+    """A consumer asks for its group's committed offsets. ``require_stable`` (KIP-447, 2.5):
+    a partition whose offsets are pending is answered UNSTABLE_OFFSET_COMMIT, not with the
+    last stable offset."""
+
     group: str
     tps: tuple[str, ...]
+    require_stable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
+    """``unstable``: the partitions answered UNSTABLE_OFFSET_COMMIT."""
+
     group: str
     error: str
     offsets: tuple[tuple[str, int], ...] = ()
+    unstable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

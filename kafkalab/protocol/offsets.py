@@ -7,11 +7,15 @@ __consumer_offsets, written with acks=all. A transactional offset commit (KIP-98
 sendOffsetsToTransaction) is written with the producer's id and epoch and counts only once its
 transaction's COMMIT marker follows it; an ABORT discards it. The committed offsets are a pure
 function of the log below the HW, so a new coordinator knows them at once.
+
+Since 2.5 (KIP-447, ``offset_fetch_require_stable``) a consumer's OffsetFetch asks for stable
+offsets: a partition with offsets still pending (a transaction's without its marker, or a plain
+commit not yet replicated) is answered UNSTABLE_OFFSET_COMMIT, and the consumer asks again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kafkalab.protocol import messages as m
@@ -27,6 +31,7 @@ __all__ = [
     "committed_offsets",
     "offset_record",
     "offsets_partition",
+    "pending_offset_commits",
 ]
 
 
@@ -55,6 +60,29 @@ def committed_offsets(records: Iterable[Record], group: str) -> dict[str, int]:
         else:
             offsets[tp] = int(value)
     return offsets
+
+
+def pending_offset_commits(records: Sequence[Record], hw: int, group: str) -> set[str]:
+    """The partitions of ``group`` with offsets not yet stable
+    (GroupMetadata.hasPendingOffsetCommitsForTopicPartition, 2.5): a transactional offset whose
+    producer has no COMMIT or ABORT marker below the HW (pendingTransactionalOffsetCommits), or
+    a plain commit above the HW, still waiting for acks=all (pendingOffsetCommits)."""
+    by_producer: dict[int, set[str]] = {}
+    plain: set[str] = set()
+    for record in records:
+        if record.control:
+            if record.offset < hw:  # the marker's write completed the transaction's offsets
+                by_producer.pop(record.producer_id, None)
+            continue
+        key = record.value.rpartition("=")[0]
+        g, _, tp = key.partition(":")
+        if g != group:
+            continue
+        if record.transactional:
+            by_producer.setdefault(record.producer_id, set()).add(tp)
+        elif record.offset >= hw:
+            plain.add(tp)
+    return plain.union(*by_producer.values())
 
 
 class GroupCoordinator:
@@ -124,10 +152,18 @@ class GroupCoordinator:
         )
 
     def _fetch(self, ctx: Context, src: Any, req: m.OffsetFetchRequest) -> None:
+        """GroupMetadataManager.getOffsets: the stable committed offsets; with require_stable
+        (2.5, KIP-447) a partition with pending offsets is UNSTABLE_OFFSET_COMMIT instead."""
         r = self._led(req.group)
         if r is None:
             ctx.send(src, m.OffsetFetchResponse(req.group, m.NOT_COORDINATOR))
             return
         committed = committed_offsets(r.log.records[: r.log.hw], req.group)
-        offsets = tuple((tp, committed[tp]) for tp in req.tps if tp in committed)
-        ctx.send(src, m.OffsetFetchResponse(req.group, m.NONE, offsets))
+        unstable: tuple[str, ...] = ()
+        if req.require_stable:
+            pending = pending_offset_commits(r.log.records, r.log.hw, req.group)
+            unstable = tuple(tp for tp in req.tps if tp in pending)
+        offsets = tuple(
+            (tp, committed[tp]) for tp in req.tps if tp in committed and tp not in unstable
+        )
+        ctx.send(src, m.OffsetFetchResponse(req.group, m.NONE, offsets, unstable))

@@ -231,15 +231,19 @@ class TransactionCoordinator:
         offsets: bool = False,
     ) -> None:
         """handleAddPartitionsToTransaction (and handleVerifyPartitionsInTransaction when
-        ``verify_only``): the partitions join the transaction, which becomes Ongoing."""
+        ``verify_only``): the partitions join the transaction, which becomes Ongoing. The
+        answer to a partition leader (KIP-890) is traced, so a refusal shows where it came
+        from."""
         txn_id = req.transactional_id
         tp, part, error = self._partition_for(txn_id)
 
         def reply(c: Context, err: str) -> None:
             if offsets:
                 c.send(src, m.AddOffsetsToTxnResponse(txn_id, err))
-            else:
-                c.send(src, m.AddPartitionsToTxnResponse(txn_id, req.correlation_id, err, req.tps))
+                return
+            if req.from_leader and err != m.NOT_COORDINATOR:
+                c.emit("txn_verify", transactional_id=txn_id, tps=list(tps), error=err)
+            c.send(src, m.AddPartitionsToTxnResponse(txn_id, req.correlation_id, err, req.tps))
 
         if part is None:
             reply(ctx, error)
@@ -252,7 +256,6 @@ class TransactionCoordinator:
                 error = m.CONCURRENT_TRANSACTIONS
             elif not set(tps) <= set(meta.partitions):  # only an open transaction has any
                 error = m.INVALID_TXN_STATE
-            ctx.emit("txn_verify", transactional_id=txn_id, tps=list(tps), error=error)
             reply(ctx, error)
             return
         if error == m.NONE and (txn_id in part.pending or meta.state not in _CAN_ADD):  # type: ignore[union-attr]

@@ -222,7 +222,9 @@ class ClientSteps:
         data = [tp for tp in c.assignment if not tp.startswith("__")]
         tps = tuple(c._tp(p) for p in partitions) if partitions is not None else tuple(data)
         try:
-            settings_obj = ConsumerSettings(**values)
+            # the client follows the release, as the brokers do (KIP-447)
+            release = {"offset_fetch_require_stable": c.config.offset_fetch_require_stable}
+            settings_obj = ConsumerSettings(**{**values, **release})
         except (ConfigError, TypeError) as err:
             raise ActionError(f"consumer {name!r}: {err}") from None
         c._step("consumer", name=name, settings=values, partitions=list(tps))

@@ -95,7 +95,8 @@ EVENT_KINDS: dict[str, str] = {
     "txn_state": "a transaction moved between states at its coordinator (transactional_id, "
     "source, trigger, state, producer_id, producer_epoch, partitions)",
     "txn_verify": "a coordinator answered a partition leader's check of a first transactional "
-    "write (KIP-890: transactional_id, tps, error)",
+    "write, or (transaction version 2) its adding of the partition to the transaction "
+    "(KIP-890: transactional_id, tps, error)",
     "txn_client": "a transactional producer's call finished (producer, op, error, epoch)",
     "marker": "a partition leader wrote a COMMIT or ABORT marker (tp, control, producer_id, "
     "offset, first_offset of the transaction)",
@@ -106,7 +107,8 @@ EVENT_KINDS: dict[str, str] = {
     "consumer_processed": "the application processed records (consumer, records)",
     "consumer_commit_sent": "a consumer sent its position to the group coordinator",
     "consumer_commit": "a consumer's offset commit was answered (group, error)",
-    "consumer_error": "a consumer's fetch failed (tp, error)",
+    "consumer_error": "a consumer's fetch failed, or its offset fetch found the offsets "
+    "pending (UNSTABLE_OFFSET_COMMIT, KIP-447) (tp, error)",
 }
 
 
