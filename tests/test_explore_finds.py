@@ -16,7 +16,7 @@ DIVERGE: dict[str, Any] = dict(
     brokers=2,
     records=2,
     crashes=2,
-    actions=("produce", "crash", "restart", "flush", "elect"),
+    actions=("produce", "crash", "restart", "checkpoint", "elect"),
     invariants=["logs_agree_below_hw"],
 )
 
@@ -67,7 +67,7 @@ def test_the_0_11_divergence_needs_kip_279_and_kafka_7415_together() -> None:
         {"advance": 6000},
         {"produce": "r2"},
         {"restart": 1},
-        {"flush": 2},
+        {"checkpoint": 2},
         {"crash": 2},
         {"advance": 6000},
         {"restart": 2},

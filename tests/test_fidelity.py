@@ -991,6 +991,8 @@ def test_a_batch_that_expires_unsent_leaves_no_gap() -> None:
     the queue never had a sequence, and the next one takes it."""
     c = Cluster(brokers=2, replicas=[1], leader=1)
     c.crash(1)
+    # Until its session expires, broker 2's metadata cache still names broker 1 as leader.
+    c.advance(c.config.zookeeper_session_timeout_ms)
     c.producer("p", delivery_timeout_ms=2000, retry_backoff_ms=100)
     c.produce("A", producer="p")
     c.advance(2500)  # no leader: A waits in the queue and expires unsent

@@ -77,16 +77,16 @@ def test_play_prints_the_loud_steps_with_their_notes_and_labels_every_step(
 def test_play_can_be_quiet_verbose_or_show_the_logs(capsys: pytest.CaptureFixture[str]) -> None:
     s = scenarios.get("kip101-divergence")
     c = s.cluster()
-    play(c, s.steps[:9], loud=False)
+    play(c, s.steps[:10], loud=False)
     assert capsys.readouterr().out == ""
-    play(c, s.steps[9:10], loud=False, verbose=True, state=replica_lines)
+    play(c, s.steps[10:11], loud=False, verbose=True, state=replica_lines)
     assert capsys.readouterr().out.splitlines()[:2] == [
-        "step 10: crash 1 lose_unflushed=True",
+        "step 11: crash 1 lose_unflushed=True",
         "         leader: broker 1 in epoch 0, ISR [1, 2]",
     ]
-    play(c, s.steps[10:11], loud=(11,), notes=False, state=replica_lines)
+    play(c, s.steps[11:12], loud=(12,), notes=False, state=replica_lines)
     out = capsys.readouterr().out
-    assert "B's unflushed m2 is gone" not in out and out.startswith("step 11: crash 2")
+    assert "B's unflushed m2 is gone" not in out and out.startswith("step 12: crash 2")
 
 
 def test_a_long_note_wraps_under_the_step(capsys: pytest.CaptureFixture[str]) -> None:

@@ -161,7 +161,12 @@ def test_startup_tells_started_brokers_their_partition_state():
     assert sent(ctx, m.LeaderAndIsr, 1)[0] == m.LeaderAndIsr(
         TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 1
     )
-    assert sent(ctx, m.UpdateMetadata, 2) == [m.UpdateMetadata(1, (1, 2), "controller", 2)]
+    # KafkaController.onBrokerStartup: UpdateMetadata carries every partition's state to the
+    # started brokers' metadata caches (sendUpdateMetadataRequest with partitionsWithLeaders)
+    partitions = ((TP, 1, 0, (1, 2, 3)),)
+    assert sent(ctx, m.UpdateMetadata, 2) == [
+        m.UpdateMetadata(1, (1, 2), "controller", 2, partitions=partitions)
+    ]
 
 
 def test_election_picks_the_first_live_isr_replica_in_assignment_order():

@@ -187,7 +187,8 @@ def test_a_process_crash_keeps_the_page_cache():
     log = Log()
     log.append_as_leader(("m1", "m2"), 0)
     log.hw = 1
-    log.flush()  # m1, m2 on disk, HW checkpoint 1
+    log.flush()  # m1, m2 on disk
+    log.checkpoint_hw()  # HW checkpoint 1
     log.append_as_leader(("m3",), 1)
     log.hw = 3  # not checkpointed
 
@@ -233,15 +234,17 @@ def test_restart_drops_epoch_entries_starting_at_the_recovered_leo():
     assert restarted.latest_epoch == 0
 
 
-def test_flush_writes_the_hw_checkpoint_and_checkpoint_hw_only_the_hw():
+def test_flush_writes_only_the_log_and_checkpoint_hw_only_the_hw():
+    """Log.flush fsyncs segments and leaves replication-offset-checkpoint alone; only
+    ReplicaManager.checkpointHighWatermarks writes the HW (Kafka 0.10.2.2 and 3.7.0,
+    core/src/main/scala/kafka/server/ReplicaManager.scala)."""
     log = Log()
     log.append_as_leader(("m1", "m2"), 0)
     log.hw = 2
-    log.checkpoint_hw()
-    assert log.hw_checkpoint == 2
-    assert log.flushed == 0
     log.flush()
-    assert log.flushed == 2
+    assert (log.flushed, log.hw_checkpoint) == (2, 0)
+    log.checkpoint_hw()
+    assert (log.flushed, log.hw_checkpoint) == (2, 2)
 
 
 @pytest.mark.parametrize(("checkpoint", "expected_hw"), [(1, 1), (2, 2), (5, 2)])

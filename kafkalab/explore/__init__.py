@@ -68,7 +68,8 @@ ACTIONS: dict[str, str] = {
     "crash": "a broker's process dies; the page cache survives",
     "power_loss": "a broker loses power: whatever it had not flushed is gone",
     "restart": "a crashed broker starts again from its disk",
-    "flush": "a broker fsyncs its log and writes its HW checkpoint",
+    "flush": "a broker fsyncs its log (not its HW checkpoint)",
+    "checkpoint": "a broker's periodic task writes its HWs to its HW checkpoint file",
     "expire": "the session timeout passes: the controller learns which brokers died",
     "elect": "the session timeout passes, only while the controller still counts a crashed "
     "broker as a partition's leader or as a member of the ISR of a led partition",
@@ -83,6 +84,7 @@ DEFAULT_ACTIONS = (
     "power_loss",
     "restart",
     "flush",
+    "checkpoint",
     "expire",
 )
 MAX_BROKERS = 5
@@ -237,8 +239,8 @@ def enabled_steps(
                     steps.append({"crash": b} if kind == "crash" else {"crash": power})
         elif kind == "restart":
             steps.extend({"restart": b} for b in brokers if b not in running)
-        elif kind == "flush":
-            steps.extend({"flush": b} for b in brokers if b in running)
+        elif kind in ("flush", "checkpoint"):
+            steps.extend({kind: b} for b in brokers if b in running)
         elif kind == "expire" or (kind == "elect" and _counted_alive(cluster, running)):
             step = {"advance": session_timeout_ms(cluster.config)}
             if step not in steps:  # both in one alphabet: one step

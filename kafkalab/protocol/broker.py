@@ -67,6 +67,10 @@ class Broker:
         self.live_brokers: frozenset[int] = frozenset()
         self.shutting_down_brokers: frozenset[int] = frozenset()  # KRaft metadata
         self.live_broker_epochs: dict[int, int] = {}  # KRaft metadata
+        # The metadata cache clients read: tp -> (leader, leader epoch). Empty at start, as in
+        # Kafka, until the controller's UpdateMetadata (ZooKeeper mode) or the applied metadata
+        # log (KRaft) fills it.
+        self.metadata_cache: dict[str, tuple[int | None, int]] = {}
         self._correlation = 0
         # Where AlterIsr goes: the dedicated controller, or the broker ZooKeeper says won.
         self.controller_address: Any = (
@@ -250,6 +254,8 @@ class Broker:
         self.live_brokers = frozenset(msg.live_brokers)
         self.shutting_down_brokers = frozenset(msg.shutting_down)
         self.live_broker_epochs = dict(msg.live_broker_epochs)
+        for tp, leader, leader_epoch, _isr in msg.partitions:
+            self.metadata_cache[tp] = (leader, leader_epoch)
         if msg.controller is not None and msg.controller != self.controller_address:
             self.controller_address = msg.controller
             self.lifecycle.controller_moved(ctx)
@@ -258,6 +264,11 @@ class Broker:
     def _on_leader_and_isr(self, ctx: Context, src: Any, msg: m.LeaderAndIsr) -> None:
         if self.lifecycle.accepts(ctx, src, msg):
             self.lifecycle.applied(msg.metadata_offset)
+            if self.kraft:
+                # A KRaft broker's cache is its metadata image: the partition record this
+                # LeaderAndIsr stands for is applied to it too. In ZooKeeper mode LeaderAndIsr
+                # leaves the cache alone; only UpdateMetadata changes it.
+                self.metadata_cache[msg.tp] = (msg.leader, msg.leader_epoch)
             self.replica_manager.become_leader_or_follower(ctx, msg)
 
     def _on_init_producer_id(self, ctx: Context, src: Any, msg: m.InitProducerIdRequest) -> None:
@@ -269,11 +280,17 @@ class Broker:
             ctx.send(src, m.InitProducerIdResponse(self.new_producer_id(), 0))
 
     def _on_metadata_request(self, ctx: Context, src: Any, msg: m.MetadataRequest) -> None:
-        """What this broker's metadata cache says about the partitions it holds."""
-        leaders = tuple(
-            (tp, r.leader) for tp, r in sorted(self.partitions.items()) if r.leader is not None
+        ctx.send(src, m.MetadataResponse(self.metadata_leaders()))
+
+    def metadata_leaders(self) -> tuple[tuple[str, int], ...]:
+        """What this broker answers a Metadata request with: each partition's leader as its
+        metadata cache holds it (KafkaApis.handleTopicMetadataRequest reads the cache, never
+        the replicas' own state)."""
+        return tuple(
+            (tp, leader)
+            for tp, (leader, _) in sorted(self.metadata_cache.items())
+            if leader is not None
         )
-        ctx.send(src, m.MetadataResponse(leaders))
 
     def _on_reconfigure(self, ctx: Context, src: Any, cmd: Reconfigure) -> None:
         self.config = cmd.config

@@ -13,7 +13,7 @@ The same :class:`Controller` runs in two places:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -83,6 +83,7 @@ class Controller:
         # change it makes is published with it. Before 2.7 a leader's own ISR writes reach it
         # only through /isr_change_notification, seconds later (0.9 to 2.6), or never (0.8).
         self.metadata = dict(partitions)
+        self._published: dict[str, PartitionState] = {}  # what the last UpdateMetadata carried
         self.controller_epoch = controller_epoch
         self.live: dict[int, int] = dict(live or {})  # broker -> broker epoch
         self.write_through = write_through
@@ -192,7 +193,7 @@ class Controller:
     def _flush(self, ctx: Context) -> None:
         """Carry out what this event decided: at once, or once ZooKeeper accepted its writes
         (until then the state changes are not in the trace either: they may never happen)."""
-        sends, self._outbox = self._outbox, []
+        sends, self._outbox = self._with_metadata(self._outbox), []
         events, self._events = self._events, []
         changed, self._changed = self._changed, {}
         versions, self._read_versions = self._read_versions, {}
@@ -355,9 +356,28 @@ class Controller:
             self._outbox.append((b, replace(msg, broker_epoch=self.live.get(b, -1))))
 
     def _update_metadata(self) -> None:
+        self._outbox += self._update_metadata_requests()
+
+    def _update_metadata_requests(self) -> list[tuple[Any, Any]]:
         msg = m.UpdateMetadata(self.controller_epoch, tuple(sorted(self.live)), self.address)
-        for b in sorted(self.live):
-            self._outbox.append((b, replace(msg, broker_epoch=self.live[b])))
+        return [(b, replace(msg, broker_epoch=self.live[b])) for b in sorted(self.live)]
+
+    def _with_metadata(self, sends: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """Every change the controller publishes goes out in UpdateMetadata to every live
+        broker (ControllerBrokerRequestBatch adds one to each LeaderAndIsr batch;
+        processIsrChangeNotification and processAlterPartition send one too), carrying the
+        partition states as they stand once the event is handled."""
+        has_update = any(isinstance(msg, m.UpdateMetadata) for _, msg in sends)
+        if not has_update and self.metadata == self._published:
+            return sends
+        if not has_update:
+            sends = sends + self._update_metadata_requests()
+        self._published = dict(self.metadata)
+        states = metadata_partitions(self.metadata)
+        return [
+            (dst, replace(msg, partitions=states) if isinstance(msg, m.UpdateMetadata) else msg)
+            for dst, msg in sends
+        ]
 
     # ---- ISR changes from leaders -------------------------------------------------------------
 
@@ -500,6 +520,14 @@ class ControllerNode:
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         self.controller.on_timer(ctx, name, data)
+
+
+def metadata_partitions(
+    states: Mapping[str, Any],
+) -> tuple[tuple[str, Any, int, tuple[int, ...]], ...]:
+    """The partition states an UpdateMetadata carries to the brokers' metadata caches: (tp,
+    leader, leader epoch, ISR) for each partition, from states that have those fields."""
+    return tuple((tp, s.leader, s.leader_epoch, tuple(s.isr)) for tp, s in sorted(states.items()))
 
 
 def partition_metrics(states: Iterable[Any]) -> dict[str, int]:

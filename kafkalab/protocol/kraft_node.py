@@ -22,10 +22,9 @@ What the active controller does (ClusterControlManager, ReplicationControlManage
 - preferred-leader elections, on request and, with auto.leader.rebalance.enable, periodically
   (KAFKA-13682, 3.2); unclean elections of leaderless partitions, periodically (KAFKA-12670, 3.9).
 
-A shortcut: a KRaft broker gets no LeaderAndIsr or UpdateMetadata in Kafka; it fetches the
-metadata log and applies each committed record (BrokerMetadataPublisher). Here the active
-controller sends each broker what a committed record changes for it, as those messages with the
-Raft epoch as controller epoch: what a broker learns, and when (once committed), is the same.
+A shortcut: a KRaft broker fetches the metadata log and applies each committed record
+(BrokerMetadataPublisher). Here the active controller sends each broker what a committed record
+changes for it as a LeaderAndIsr or UpdateMetadata (Raft epoch as controller epoch).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from typing import Any
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.controller import partition_metrics
+from kafkalab.protocol.controller import metadata_partitions, partition_metrics
 from kafkalab.protocol.kraft import (
     BrokerInfo,
     BrokerStateRecord,
@@ -251,7 +250,7 @@ class KRaftNode:
         if self.active:
             self._send_metadata(ctx)
 
-    def _send_metadata(self, ctx: Context) -> None:
+    def _send_metadata(self, ctx: Context, skip: Iterable[int] = ()) -> None:
         live = self._live()
         msg = m.UpdateMetadata(
             self.controller_epoch,
@@ -260,8 +259,9 @@ class KRaftNode:
             shutting_down=tuple(b for b in live if self.brokers[b].shutting_down),
             live_broker_epochs=tuple((b, self.brokers[b].broker_epoch) for b in live),
             metadata_offset=self.raft.hw - 1,
+            partitions=metadata_partitions(self.partitions),  # the image clients read
         )
-        for b in sorted(self.brokers):
+        for b in sorted(set(self.brokers) - set(skip)):
             ctx.send(b, replace(msg, broker_epoch=self.brokers[b].broker_epoch), hold=True)
 
     def _send_leader_and_isr(
@@ -279,8 +279,7 @@ class KRaftNode:
         )
         for b in reg.replicas:
             if b in self.brokers and (only is None or b == only):
-                epoch = self.brokers[b].broker_epoch
-                ctx.send(b, replace(msg, broker_epoch=epoch), hold=True)
+                ctx.send(b, replace(msg, broker_epoch=self.brokers[b].broker_epoch), hold=True)
 
     def _announce_partition(
         self, ctx: Context, tp: str, old: PartitionRegistration | None, new: PartitionRegistration
@@ -302,6 +301,7 @@ class KRaftNode:
         )
         ctx.emit("metrics", **partition_metrics(self.partitions.values()))
         self._send_leader_and_isr(ctx, tp, new)
+        self._send_metadata(ctx, skip=new.replicas)  # the other brokers apply the record too
 
     # ---- decisions (active controller only) --------------------------------------------------
 

@@ -400,10 +400,12 @@ class BrokerLifecycle:
             self._try_controlled_shutdown(ctx)  # none left: it stops anyway
 
     def _stop_now(self, ctx: Context, why: str) -> None:
-        """A clean stop flushes every log and closes the ZooKeeper session, so the controller
-        learns at once instead of after the session timeout."""
+        """A clean stop flushes every log (LogManager.shutdown), checkpoints every HW
+        (ReplicaManager.shutdown calls checkpointHighWatermarks) and closes the ZooKeeper
+        session, so the controller learns at once instead of after the session timeout."""
         for r in self.host.partitions.values():
             r.log.flush()
+            r.log.checkpoint_hw()
         if self.host.session is not None and not self.host.kraft:
             ctx.send(ZOOKEEPER, m.ZkClose(self.host.id, self.host.session))
         ctx.stop_process(why, clean=True)

@@ -249,12 +249,15 @@ class Log:
         return None
 
     def flush(self) -> None:
-        """fsync the log and write the HW checkpoint."""
+        """Log.flush: fsync the log's segments. It leaves the HW checkpoint alone: only
+        ReplicaManager.checkpointHighWatermarks writes that file (see :meth:`checkpoint_hw`)."""
         self.flushed = self.leo
-        self.hw_checkpoint = self.hw
 
     def checkpoint_hw(self) -> None:
-        """The periodic HW checkpoint (replica.high.watermark.checkpoint.interval.ms)."""
+        """ReplicaManager.checkpointHighWatermarks, for this log: write the HW to
+        replication-offset-checkpoint. Kafka calls it only from the periodic
+        "highwatermark-checkpoint" task (replica.high.watermark.checkpoint.interval.ms) and
+        at a clean shutdown, never from a flush."""
         self.hw_checkpoint = self.hw
 
     def disk(self, lose_unflushed: bool) -> Disk:

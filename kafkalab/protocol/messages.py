@@ -306,6 +306,10 @@ class UpdateMetadata:
     shutting_down: tuple[int, ...] = ()
     live_broker_epochs: tuple[tuple[int, int], ...] = ()
     metadata_offset: int = -1  # KRaft: how far the metadata log is committed
+    # ZooKeeper mode: the partition states the controller publishes, (tp, leader, leader
+    # epoch, isr) each; the only thing that changes a broker's metadata cache, which clients read
+    # (KafkaApis.handleUpdateMetadataRequest -> ReplicaManager.maybeUpdateMetadataCache).
+    partitions: tuple[tuple[str, Any, int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,11 +226,20 @@ for _action in (
     ),
     Action(
         "flush",
-        "a broker writes its log to disk",
+        "a broker writes its log to disk (not its HW checkpoint)",
         "`flush: 1`",
         (_BROKER,),
         scalar="broker",
         explorer=True,
+    ),
+    Action(
+        "checkpoint",
+        "a broker's periodic task writes every HW to its HW checkpoint file now",
+        "`checkpoint: 1`",
+        (_BROKER,),
+        scalar="broker",
+        explorer=True,
+        call=lambda cluster, args: cluster._brokers.checkpoint(args["broker"]),
     ),
     Action(
         "advance",

@@ -153,6 +153,18 @@ class BrokerSteps:
         self.sim.record("flush", broker, {})
         self.cluster._settle()
 
+    def checkpoint(self, broker: int) -> None:
+        """The broker's periodic HW checkpoint task runs now
+        (ReplicaManager.checkpointHighWatermarks). It runs every
+        replica.high.watermark.checkpoint.interval.ms, so any moment may fall just after one;
+        this step picks the moment without letting time pass."""
+        actor = self.running(broker)
+        self.cluster._step("checkpoint", broker=broker)
+        for r in actor.partitions.values():
+            r.log.checkpoint_hw()
+        self.sim.record("hw_checkpoint", broker, {})
+        self.cluster._settle()
+
     def stop(self, broker: int) -> None:
         c = self.cluster
         self.running(broker)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ActionError, ConfigError, did_you_mean
 from kafkalab.protocol import messages as msgs
+from kafkalab.protocol.broker import Broker
 from kafkalab.protocol.client import (
     KafkaProducer,
     ProduceCommand,
@@ -112,7 +113,7 @@ class ClientSteps:
         c._step("produce", values=batch, acks=acks, partition=tp)
         if producer not in self.sim.actors:
             self.sim.add(producer, Producer(producer), CLIENT_HOST)
-        leader = c.control.partition_states()[tp].leader if to is None else to
+        leader = self.metadata_leader(tp, producer) if to is None else to
         idempotent = producer_id is not None and c.config.enable_idempotence
         pid = int(producer_id) if idempotent else -1  # type: ignore[arg-type]
         cmd = Send(
@@ -129,6 +130,21 @@ class ClientSteps:
             self.sim.add_rule(leader, producer, (msgs.ProduceResponse,), None)
         self.sim.command(producer, cmd)
 
+    def metadata_leader(self, tp: str, client: str) -> int | None:
+        """The leader of ``tp`` as a client learns it: from a Metadata request to a broker it
+        can reach (the first running, unpaused broker in id order linked to its host whose
+        metadata cache knows ``tp``), answered as the broker answers a named producer's
+        request (:meth:`Broker.metadata_leaders`). The controller's own state is not
+        consulted: in ZooKeeper mode a cache changes only through the controller's
+        UpdateMetadata (KafkaApis.handleUpdateMetadataRequest). None: nobody names a leader."""
+        for b in self.cluster.broker_ids:
+            actor = self.sim.actors.get(b)
+            if not isinstance(actor, Broker) or self.sim.hosts.get(b, b) in self.sim.paused:
+                continue
+            if self.sim.link_up(client, b) and tp in actor.metadata_cache:
+                return dict(actor.metadata_leaders()).get(tp)
+        return None
+
     def _client_produce(
         self,
         client: KafkaProducer,
@@ -139,7 +155,7 @@ class ClientSteps:
         delay_ms: int,
     ) -> list[str]:
         self.cluster._step("produce", values=batch, producer=client.name, partition=tp)
-        leader = self.cluster.partition_states()[tp].leader
+        leader = client.leaders.get(tp, self.metadata_leader(tp, client.name))
         if leader is not None and request != "ok":
             delay = None if request == "lost" else delay_ms
             self.sim.add_rule(client.name, leader, (msgs.ProduceRequest,), delay)

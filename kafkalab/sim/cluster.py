@@ -321,12 +321,12 @@ class Cluster:
         self._brokers.restart(broker)
 
     def flush(self, broker: int) -> None:
-        """fsync the broker's log and write its HW checkpoint."""
+        """fsync the broker's log (Log.flush); its HW checkpoint waits for the periodic task."""
         self._brokers.flush(broker)
 
     def stop(self, broker: int) -> None:
         """Stop a broker cleanly: a controlled shutdown first moves its leaderships to other ISR
-        replicas and takes it out of every ISR, then it flushes and closes its session."""
+        replicas and takes it out of every ISR; then it flushes, checkpoints HWs, closes."""
         self._brokers.stop(broker)
 
     def pause(self, node: Any) -> None:

@@ -197,7 +197,7 @@ class ClusterExplorer:
                 lambda: self.model.crash(b.value, lose_unflushed=True),
             ),
             ("restart", "start the broker from its disk", lambda: self.model.restart(b.value)),
-            ("flush", "fsync the log and the HW checkpoint", lambda: self.model.flush(b.value)),
+            ("flush", "fsync the log (not the HW checkpoint)", lambda: self.model.flush(b.value)),
             (
                 "disconnect",
                 "cut the link",
