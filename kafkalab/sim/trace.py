@@ -70,6 +70,9 @@ EVENT_KINDS: dict[str, str] = {
     "zk_session": "ZooKeeper created a broker session (broker, session)",
     "zk_session_expired": "ZooKeeper expired a broker session (broker, session)",
     "zk_reregister": "a broker learned its session expired and registers again",
+    "zk_registration_refused": "a restarted broker could not create /brokers/ids/N: its "
+    "previous run's session (old_session) still lives; next: retry after retry_ms (0.8) or "
+    "shutdown, start-up aborted (since 0.9)",
     "produce": "a producer sent records (values, acks)",
     "produce_result": "a producer learned the outcome of records (values, error, base_offset)",
     "invariant": "a named invariant was violated (name, message)",
