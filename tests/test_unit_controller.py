@@ -256,6 +256,7 @@ def test_before_kip380_a_bounced_broker_gets_nothing():
     gets no LeaderAndIsr (and leads or follows nothing until one comes) and keeps its ISR
     membership."""
     c = controller(isr=(1, 2, 3), broker_epoch=False)
+    c.write_through = True  # the elected controller (ZooKeeper mode)
     ctx = broker_change(c, {1: 1, 2: 20, 3: 3})
     assert c.partitions[TP] == PartitionState((1, 2, 3), 1, 0, (1, 2, 3))
     assert events(ctx, "broker_failure") == []
@@ -265,12 +266,32 @@ def test_before_kip380_a_bounced_broker_gets_nothing():
     assert c.live[2] == 20
 
 
+def test_the_dedicated_controller_still_sends_a_bounced_broker_its_state():
+    """Beside the dedicated controller a broker may restart inside its session (a
+    simplification of the lessons about replication alone): it gets its role."""
+    c = controller(isr=(1, 2, 3), broker_epoch=False)
+    ctx = broker_change(c, {1: 1, 2: 20, 3: 3})
+    assert c.partitions[TP] == PartitionState((1, 2, 3), 1, 0, (1, 2, 3))
+    expected = m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 20)
+    assert sent(ctx, m.LeaderAndIsr, 2) == [expected]
+
+
+@pytest.mark.parametrize(("broker_epoch", "isr_after"), [(True, [1, 3]), (False, [1, 2, 3])])
+def test_cluster_fast_bounce_beside_the_dedicated_controller(
+    broker_epoch: bool, isr_after: list[int]
+):
+    c = Cluster(brokers=3, leader=1, config={"broker_epoch": broker_epoch})
+    c.crash(2)
+    c.restart(2)  # back before its old session expired: its new session replaces it
+    assert c.isr == isr_after
+
+
 @pytest.mark.parametrize("preset", ["2.1", "2.2"])
 def test_cluster_restart_inside_the_old_session_is_refused(preset: str):
     """KafkaZkClient.registerBroker (2.0 to 3.9; ZkUtils.registerBrokerInZk since 0.9): the
     restarted broker's /brokers/ids znode still belongs to its old, live session, so start-up
     fails and KafkaServer shuts down; the controller saw nothing, with or without KIP-380."""
-    c = Cluster(brokers=3, leader=1, config={"preset": preset})
+    c = Cluster(brokers=3, leader=1, config={"preset": preset, "controller_mode": "zk"})
     c.crash(2)
     c.restart(2)  # back before its old session expired
     assert 2 not in c.running()

@@ -259,6 +259,10 @@ class Controller:
             self.shutting_down -= set(dead)
             self._on_broker_failure(ctx, sorted(dead))
         self.live = dict(live)
+        if bounced and not self.config.broker_epoch and not self.write_through:
+            # Only beside the dedicated controller can a broker restart inside its session (see
+            # ZooKeeper._register): it gets its partitions' state so it can take its role.
+            started += bounced
         if started:
             self._on_broker_startup(ctx, sorted(started))
 

@@ -3,7 +3,8 @@
 - Broker sessions (/brokers/ids/N): created on registration, kept alive by heartbeats, expired
   after zookeeper.session.timeout.ms without one, closed at once by a clean shutdown. The
   session id is the broker epoch (the czxid of the registration znode, KIP-380). A restarted
-  broker cannot register while its previous run's session lives (NODEEXISTS).
+  broker cannot register while its previous run's session lives (NODEEXISTS); beside the
+  dedicated controller its new session replaces the old one at once (a simplification).
 - /controller: an ephemeral znode brokers race to create; the winner bumps /controller_epoch.
   When its owner's session ends the znode goes, and every broker is told to race again.
 - Partition state znodes, written by the controller only while its epoch is current: a write
@@ -81,9 +82,12 @@ class ZooKeeper:
             self.sessions[broker] = (old[0], ctx.now)
             _send(ctx, src, m.ZkRegistered(old[0], self._controller_id(), self.controller_epoch))
             return
-        if old is not None:
+        if old is not None and self.elected:
             _send(ctx, src, m.ZkRegistrationRefused(old[0]))
             return
+        # Beside the dedicated controller (lessons about replication alone) a restarted broker
+        # registers at once, its new session replacing the old one: those lessons restart a
+        # broker without waiting out its session. ZooKeeper mode refuses, as Kafka does.
         self.next_zxid += 1
         self.sessions[broker] = (self.next_zxid, ctx.now)
         self.owners[broker] = msg.incarnation
