@@ -690,9 +690,7 @@ def _fetch_errors_while_the_leader_is_down(lose_unflushed: bool) -> list[tuple[i
     c.crash(1, lose_unflushed=lose_unflushed)
     c.advance(10000)
     assert c.leader == 1
-    return [
-        (e.time_ms, e.data["error"]) for e in c.trace.of_kind("fetch_error") if e.node == "2"
-    ]
+    return [(e.time_ms, e.data["error"]) for e in c.trace.of_kind("fetch_error") if e.node == "2"]
 
 
 def test_a_follower_learns_at_once_that_its_leaders_process_died() -> None:

@@ -169,9 +169,7 @@ class BrokerLifecycle:
             ctx.emit("zk_reregister", broker=self.host.id)
             self._register(ctx)
 
-    def on_registration_refused(
-        self, ctx: Context, src: Any, msg: m.ZkRegistrationRefused
-    ) -> None:
+    def on_registration_refused(self, ctx: Context, src: Any, msg: m.ZkRegistrationRefused) -> None:
         """/brokers/ids/N belongs to ``msg.session``, a live session of this broker's previous
         run. 0.8 (createEphemeralPathExpectConflictHandleZKBug): the znode looks like its own,
         so it backs off for the session timeout and tries again, until ZooKeeper has expired the

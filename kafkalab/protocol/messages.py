@@ -20,10 +20,10 @@ from kafkalab.protocol.log import RECORD_BYTES, Record
 from kafkalab.protocol.zk_messages import (
     BrokerChange,
     IsrChangeNotification,
+    ZkBrokers,
     ZkClose,
     ZkControllerChange,
     ZkElect,
-    ZkBrokers,
     ZkElected,
     ZkGetBrokers,
     ZkHeartbeat,

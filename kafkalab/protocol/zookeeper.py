@@ -162,7 +162,9 @@ class ZooKeeper:
         _send(
             ctx,
             msg.broker,
-            m.ZkElected(self.controller_epoch, self._live(), tuple(sorted(self.partitions.items()))),
+            m.ZkElected(
+                self.controller_epoch, self._live(), tuple(sorted(self.partitions.items()))
+            ),
         )
         for b in sorted(self.sessions):
             if b != msg.broker:
