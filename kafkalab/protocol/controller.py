@@ -169,7 +169,7 @@ class Controller:
             return
         if isinstance(msg, m.BrokerChange):
             if self.write_through and self.session is not None:
-                self._read_brokers()
+                self._read_brokers(self.session)
             else:  # the dedicated controller stands beside ZooKeeper: the news is what it reads
                 self._on_broker_change(ctx, dict(msg.live))
         elif isinstance(msg, m.ZkBrokers):
@@ -233,13 +233,13 @@ class Controller:
 
     # ---- broker liveness ---------------------------------------------------------------------
 
-    def _read_brokers(self) -> None:
+    def _read_brokers(self, session: int) -> None:
         """The watch on /brokers/ids fired. KafkaController.processBrokerChange starts by
         reading the registered brokers and their epochs (getAllBrokerAndEpochsInCluster); a
         controller whose session expired cannot read (its ZooKeeper client is closed: it learns
         of the expiry instead) and so handles nothing: no UpdateMetadata, no LeaderAndIsr, no
         write. The client retries the read until connected, so it waits out a cut link."""
-        self._outbox.append((ZOOKEEPER, m.ZkGetBrokers(self.address, self.session)))
+        self._outbox.append((ZOOKEEPER, m.ZkGetBrokers(self.address, session)))
 
     def _on_broker_change(self, ctx: Context, live: dict[int, int]) -> None:
         """KafkaController's BrokerChange handling with what it read. Since 2.2 (KIP-380) a
