@@ -146,7 +146,11 @@ class Config:
     # 3.4.1 (KAFKA-14704): a follower leaves a diverging fetch response's HW and log start
     # offset alone; before, it took them first, then truncated.
     diverging_fetch_skips_hw: bool = True
-    broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
+    # 2.2 (KIP-380): a broker that went and registered again before the controller handled its
+    # going (a bounce handled late) is a failure followed by a startup, and control requests
+    # meant for an earlier run are refused; before, the controller compared broker ids only and
+    # sent such a broker nothing.
+    broker_epoch: bool = True
     # KIP-98; the producer default since KIP-679 (3.0), for producers that leave it unset from
     # 3.0.1/3.1.1/3.2.0 (KAFKA-13598)
     enable_idempotence: bool = True
