@@ -181,3 +181,19 @@ def test_requests_sent_before_the_expiry_are_still_fenced_by_the_controller_epoc
         ("3", "UpdateMetadata", 1),
         ("3", "LeaderAndIsr", 1),
     }
+
+
+def test_the_search_in_zookeeper_mode_cannot_bring_a_crashed_broker_straight_back() -> None:
+    """KafkaZkClient.registerBroker (3.7): a `restart` step right after a `crash` is refused
+    until the old session expires; the exhaustive search still runs to its depth."""
+    from kafkalab.config import make_config
+    from kafkalab.explore import Replayer, explore
+
+    settings = {"acks": "all", "min.insync.replicas": 2, "controller_mode": "zk"}
+    c = Replayer(make_config(settings), 3, None).build(
+        [{"produce": "r1"}, {"crash": 1}, {"restart": 1}]
+    )
+    assert c.running() == [2, 3]
+    assert [e.data["next"] for e in c.trace.of_kind("zk_registration_refused")] == ["shutdown"]
+    result = explore(settings, brokers=3, depth=3, actions=("produce", "crash", "restart"))
+    assert result.violation is None and result.complete
