@@ -25,10 +25,12 @@ EVENT_KINDS: dict[str, str] = {
     "hold": "a retried message waits for a cut link to heal (dst, msg)",
     "pause": "a node stalled (node)",
     "resume": "a paused node runs again (node)",
-    "stopped": "a broker stopped cleanly after a controlled shutdown (reason)",
+    "stopped": "a broker stopped cleanly after a controlled shutdown, or shut down because its "
+    "start-up failed (reason)",
     "controller_elected": "a broker created /controller (broker, controller_epoch)",
     "controller_failover": "a new controller took over (controller, controller_epoch, live)",
-    "controller_resigned": "a controller learned it was replaced (controller_epoch)",
+    "controller_resigned": "a controller learned it was replaced (controller_epoch, "
+    "current_epoch), or that its session expired (current_epoch None)",
     "controller_znode_deleted": "/controller went with its owner's session",
     "controlled_shutdown": "the controller moved leaderships off a stopping broker",
     "controlled_shutdown_failed": "a stopping broker's controlled shutdown attempt failed "
