@@ -146,7 +146,11 @@ class Config:
     # 3.4.1 (KAFKA-14704): a follower leaves a diverging fetch response's HW and log start
     # offset alone; before, it took them first, then truncated.
     diverging_fetch_skips_hw: bool = True
-    broker_epoch: bool = True  # 2.2 (KIP-380): a bounced broker is a failure followed by a startup
+    # 2.2 (KIP-380): a broker that went and registered again before the controller handled its
+    # going (a bounce handled late) is a failure followed by a startup, and control requests
+    # meant for an earlier run are refused; before, the controller compared broker ids only and
+    # sent such a broker nothing.
+    broker_epoch: bool = True
     # KIP-98; the producer default since KIP-679 (3.0), for producers that leave it unset from
     # 3.0.1/3.1.1/3.2.0 (KAFKA-13598)
     enable_idempotence: bool = True
@@ -198,6 +202,12 @@ class Config:
     # 2.1 (KAFKA-6082): ZooKeeper refuses a replaced controller's writes by controller epoch;
     # before, a zombie's write went through whenever the partition's znode version matched.
     zk_writes_fenced_by_controller_epoch: bool = True
+    # A restarted broker whose previous run's ZooKeeper session still lives cannot create
+    # /brokers/ids/N (NODEEXISTS). 0.8 (ZkUtils.createEphemeralPathExpectConflictHandleZKBug):
+    # it waits, trying again every zookeeper.session.timeout.ms until the old znode is gone.
+    # Since 0.9 (KAFKA-1387, ZKCheckedEphemeral; KafkaZkClient.registerBroker since 2.0): its
+    # start-up fails and it shuts down.
+    zk_registration_waits_for_old_session: bool = False
     # Where the controller runs: "dedicated", a node beside ZooKeeper that never fails (lessons
     # about replication alone), "zk", a broker elected through ZooKeeper's /controller, or
     # "kraft", a Raft quorum of controller nodes c1..c3 (Kafka 4 has no ZooKeeper).
@@ -299,6 +309,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             alter_isr=False,
             isr_change_propagation=False,
             zk_writes_fenced_by_controller_epoch=False,
+            zk_registration_waits_for_old_session=True,
             leader_epoch_on_election=False,
             out_of_range_halts=True,
             controlled_shutdown_backoff_after_last_attempt=True,
@@ -326,7 +337,8 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up; KAFKA-2721;
     # KAFKA-1367: ISR changes reach the controller through /isr_change_notification;
-    # KAFKA-1461: the replica fetcher backs off after an error
+    # KAFKA-1461: the replica fetcher backs off after an error;
+    # KAFKA-1387: a broker restarted inside its old session aborts start-up instead of waiting
     (
         "0.9",
         dict(
@@ -335,6 +347,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             isr_change_propagation=True,
             replica_fetch_backoff_ms=1000,
             reelected_leader_forgets_leos=False,
+            zk_registration_waits_for_old_session=False,  # KAFKA-1387
         ),
     ),
     # 0.10.2 (KAFKA-4485)

@@ -91,6 +91,7 @@ def play(
     ``notes=False``: a scenario's notes describe the run as written, not a variant) and then
     ``state(cluster)``, or for a check step whether the check holds."""
     for step in steps:
+        mark = len(cluster.trace)
         problems = apply_step(cluster, step)
         if step.kind != "check" and labels is not None:
             labels[trace_step(cluster)] = f"step {step.index}: {step_text(step)}"
@@ -103,7 +104,27 @@ def play(
         if step.kind == "check":
             print(_INDENT + ("; ".join(problems) if problems else "the check holds"))
         else:
+            for line in _refused_registrations(cluster, mark):
+                print(_INDENT + line)
             print(textwrap.indent(state(cluster), _INDENT))
+
+
+def _refused_registrations(cluster: Cluster, since: int) -> list[str]:
+    """A restart that could not register in ZooKeeper, said as it happened."""
+    lines = []
+    for e in cluster.trace.events[since:]:
+        if e.kind == "zk_registration_refused":
+            d = e.data
+            then = (
+                f"it tries again in {d['retry_ms']} ms"
+                if d["next"] == "retry"
+                else "start-up aborted: the broker is down again"
+            )
+            lines.append(
+                f"broker {d['broker']} could not register: its previous run's session "
+                f"{d['old_session']} still lives; {then}"
+            )
+    return lines
 
 
 def _chosen(step: Step, loud: bool | Collection[int]) -> bool:

@@ -90,7 +90,8 @@ def test_heartbeats_keep_a_session_alive_until_they_stop():
 def test_an_old_sessions_timer_does_not_expire_a_new_session():
     zk = zookeeper(6000)
     deliver(zk, m.ZkRegister(1), src=1, now=0)
-    deliver(zk, m.ZkRegister(1), src=1, now=100)  # the broker bounced: session 2
+    deliver(zk, m.ZkClose(1, 1), src=1, now=50)  # a clean stop closes session 1 at once
+    deliver(zk, m.ZkRegister(1, incarnation=1), src=1, now=100)  # the next run: session 2
     ctx = fire(zk, "expire", (1, 1), now=6000)
     assert zk.sessions[1][0] == 2
     assert ctx.sends == [] and ctx.events == []
@@ -99,7 +100,8 @@ def test_an_old_sessions_timer_does_not_expire_a_new_session():
 def test_a_heartbeat_with_a_stale_session_gets_session_expired():
     zk = zookeeper()
     deliver(zk, m.ZkRegister(1), src=1, now=0)
-    deliver(zk, m.ZkRegister(1), src=1, now=10)  # now session 2
+    deliver(zk, m.ZkClose(1, 1), src=1, now=5)
+    deliver(zk, m.ZkRegister(1, incarnation=1), src=1, now=10)  # now session 2
     ctx = deliver(zk, m.ZkHeartbeat(1, 1), src=1, now=20)
     assert sent(ctx, m.ZkSessionExpired, 1) == [m.ZkSessionExpired(1)]
     assert zk.sessions[1] == (2, 10)  # the live session is not refreshed
@@ -253,25 +255,54 @@ def test_kip380_a_bounced_leader_loses_leadership():
     assert (state.leader, state.isr, state.leader_epoch) == (2, (2, 3), 1)
 
 
-def test_before_kip380_a_bounced_broker_keeps_its_isr_membership():
+def test_before_kip380_a_bounced_broker_gets_nothing():
+    """2.1.1 KafkaController.BrokerChange.process compares broker ids only: a broker that
+    registered again before the controller handled its going is neither new nor dead, so it
+    gets no LeaderAndIsr (and leads or follows nothing until one comes) and keeps its ISR
+    membership."""
     c = controller(isr=(1, 2, 3), broker_epoch=False)
+    c.write_through = True  # the elected controller (ZooKeeper mode)
     ctx = broker_change(c, {1: 1, 2: 20, 3: 3})
     assert c.partitions[TP] == PartitionState((1, 2, 3), 1, 0, (1, 2, 3))
     assert events(ctx, "broker_failure") == []
+    assert events(ctx, "broker_startup") == []
     assert events(ctx, "partition_state") == []
-    # It still gets its partition state so that it can take its role.
-    # Addressed to the new incarnation: it carries the new broker epoch (KIP-380).
-    expected = m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 20)
-    assert sent(ctx, m.LeaderAndIsr, 2) == [expected]
+    assert sent(ctx, m.LeaderAndIsr) == []
     assert c.live[2] == 20
 
 
+def test_the_dedicated_controller_still_sends_a_bounced_broker_its_state():
+    """Beside the dedicated controller a broker may restart inside its session (a
+    simplification of the lessons about replication alone): it gets its role."""
+    c = controller(isr=(1, 2, 3), broker_epoch=False)
+    ctx = broker_change(c, {1: 1, 2: 20, 3: 3})
+    assert c.partitions[TP] == PartitionState((1, 2, 3), 1, 0, (1, 2, 3))
+    expected = m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 20)
+    assert sent(ctx, m.LeaderAndIsr, 2) == [expected]
+
+
 @pytest.mark.parametrize(("broker_epoch", "isr_after"), [(True, [1, 3]), (False, [1, 2, 3])])
-def test_cluster_fast_bounce_of_a_follower(broker_epoch: bool, isr_after: list[int]):
+def test_cluster_fast_bounce_beside_the_dedicated_controller(
+    broker_epoch: bool, isr_after: list[int]
+):
     c = Cluster(brokers=3, leader=1, config={"broker_epoch": broker_epoch})
     c.crash(2)
-    c.restart(2)  # back before its old session expired
+    c.restart(2)  # back before its old session expired: its new session replaces it
     assert c.isr == isr_after
+
+
+@pytest.mark.parametrize("preset", ["2.1", "2.2"])
+def test_cluster_restart_inside_the_old_session_is_refused(preset: str):
+    """KafkaZkClient.registerBroker (2.0 to 3.9; ZkUtils.registerBrokerInZk since 0.9): the
+    restarted broker's /brokers/ids znode still belongs to its old, live session, so start-up
+    fails and KafkaServer shuts down; the controller saw nothing, with or without KIP-380."""
+    c = Cluster(brokers=3, leader=1, config={"preset": preset, "controller_mode": "zk"})
+    c.crash(2)
+    c.restart(2)  # back before its old session expired
+    assert 2 not in c.running()
+    (refused,) = c.trace.of_kind("zk_registration_refused")
+    assert refused.data["broker"] == 2 and refused.data["next"] == "shutdown"
+    assert c.isr == [1, 2, 3]
 
 
 # ---- AlterIsr ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
-from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZooKeeper
+from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZOOKEEPER, ZooKeeper
 
 __all__ = ["CommittedPartition", "Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
 
@@ -75,6 +75,7 @@ class Controller:
         write_through: bool = False,
         live: dict[int, int] | None = None,
         address: Any = DEDICATED_CONTROLLER,
+        session: int | None = None,
     ) -> None:
         self.config = config
         self.partitions = dict(partitions)
@@ -88,6 +89,7 @@ class Controller:
         self.live: dict[int, int] = dict(live or {})  # broker -> broker epoch
         self.write_through = write_through
         self.address = address
+        self.session = session  # the elected controller's ZooKeeper session, which it reads with
         self.active = True
         self.shutting_down: set[int] = set()
         self._changed: dict[str, PartitionState] = {}  # written by the event being handled
@@ -167,6 +169,11 @@ class Controller:
                 )
             return
         if isinstance(msg, m.BrokerChange):
+            if self.write_through and self.session is not None:
+                self._read_brokers(self.session)
+            else:  # the dedicated controller stands beside ZooKeeper: the news is what it reads
+                self._on_broker_change(ctx, dict(msg.live))
+        elif isinstance(msg, m.ZkBrokers):
             self._on_broker_change(ctx, dict(msg.live))
         elif isinstance(msg, m.AlterIsr):
             self._on_alter_isr(ctx, src, msg)
@@ -227,11 +234,20 @@ class Controller:
 
     # ---- broker liveness ---------------------------------------------------------------------
 
+    def _read_brokers(self, session: int) -> None:
+        """The watch on /brokers/ids fired. KafkaController.processBrokerChange starts by
+        reading the registered brokers and their epochs (getAllBrokerAndEpochsInCluster); a
+        controller whose session expired cannot read (its ZooKeeper client is closed: it learns
+        of the expiry instead) and so handles nothing: no UpdateMetadata, no LeaderAndIsr, no
+        write. The client retries the read until connected, so it waits out a cut link."""
+        self._outbox.append((ZOOKEEPER, m.ZkGetBrokers(self.address, session)))
+
     def _on_broker_change(self, ctx: Context, live: dict[int, int]) -> None:
-        """KafkaController.BrokerChange.process. Since 2.2 (KIP-380) a broker whose epoch
-        changed bounced: it is handled as a failure followed by a startup. Before, the controller
-        did not treat the bounce as a failure (the restarted broker kept its ISR membership); the
-        simulator still sends it its partition state so it can take its role."""
+        """KafkaController's BrokerChange handling with what it read. Since 2.2 (KIP-380) a
+        broker whose epoch changed bounced (it registered again before the controller handled
+        its going): a failure followed by a startup. Before (2.1.1 BrokerChange.process), the
+        controller compared broker ids only, so it did nothing for a bounced broker: no
+        LeaderAndIsr, and the broker leads nothing until one comes."""
         dead = [b for b in self.live if b not in live]
         started = [b for b in live if b not in self.live]
         bounced = [b for b in live if b in self.live and live[b] != self.live[b]]
@@ -244,9 +260,12 @@ class Controller:
             self.shutting_down -= set(dead)
             self._on_broker_failure(ctx, sorted(dead))
         self.live = dict(live)
-        restarted = started if self.config.broker_epoch else started + bounced
-        if restarted:
-            self._on_broker_startup(ctx, sorted(restarted))
+        if bounced and not self.config.broker_epoch and not self.write_through:
+            # Only beside the dedicated controller can a broker restart inside its session (see
+            # ZooKeeper._register): it gets its partitions' state so it can take its role.
+            started += bounced
+        if started:
+            self._on_broker_startup(ctx, sorted(started))
 
     def _on_broker_failure(self, ctx: Context, dead: list[int]) -> None:
         """onReplicasBecomeOffline: first elect new leaders for partitions led by a dead broker,

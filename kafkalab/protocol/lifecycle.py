@@ -17,7 +17,7 @@ from kafkalab.protocol.controller import Controller
 from kafkalab.protocol.host import BrokerHost
 from kafkalab.protocol.zookeeper import ZOOKEEPER
 
-__all__ = ["BrokerLifecycle"]
+__all__ = ["REGISTRATION_CONFLICT_SHUTDOWN", "BrokerLifecycle"]
 
 # KRaft (BrokerServer.shutdown, KafkaBroker.shutdown()): how long a stopping broker waits for the
 # controller to let it go before it stops anyway.
@@ -32,6 +32,11 @@ KRAFT_RESEND_BACKOFF_MS = 100
 # NodeToControllerRequestThread.doWork: with no active controller known, the channel looks for
 # one again 100 ms later.
 KRAFT_CHANNEL_RETRY_MS = 100
+# KafkaServer.startup: registering in ZooKeeper failed (NODEEXISTS, the znode of the broker's
+# previous run), a fatal error: the broker shuts down. A supervisor may start it again.
+REGISTRATION_CONFLICT_SHUTDOWN = (
+    "start-up aborted: /brokers/ids holds this broker's previous run, whose session lives"
+)
 
 
 class BrokerLifecycle:
@@ -45,6 +50,8 @@ class BrokerLifecycle:
         self.controller: Controller | None = None  # set while this broker is the controller
         self.stopping = False
         self._early: list[tuple[Any, Any]] = []  # control requests that came before registering
+        # 0.8: waiting for the previous run's /brokers/ids znode to go before registering again.
+        self._waiting_for_old_session = False
         # Controlled shutdown: attempts left (ZooKeeper mode), the attempt under way, the
         # controller it went to and whether its answer is awaited; KRaft: whether a "not yet"
         # has come back.
@@ -76,7 +83,7 @@ class BrokerLifecycle:
         if host.kraft:
             self._send_heartbeat(ctx)  # the registration
         else:
-            ctx.send(ZOOKEEPER, m.ZkRegister(host.id))
+            self._register(ctx)
             ctx.set_timer(config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
 
     def accepts(self, ctx: Context, src: Any, msg: Any) -> bool:
@@ -94,9 +101,9 @@ class BrokerLifecycle:
             ctx.send(ZOOKEEPER, m.ZkHeartbeat(host.id, host.session))
             if host.config.controller_mode == "zk" and host.controller_address is None:
                 ctx.send(ZOOKEEPER, m.ZkElect(host.id, host.session))  # race again
-        elif not self.stopping:
+        elif not self.stopping and not self._waiting_for_old_session:
             # The ZooKeeper client keeps trying to establish a session.
-            ctx.send(ZOOKEEPER, m.ZkRegister(host.id))
+            self._register(ctx)
         ctx.set_timer(host.config.zookeeper_session_timeout_ms // 3, "zk_heartbeat")
 
     def on_kraft_heartbeat_timer(self, ctx: Context, name: str, data: Any) -> None:
@@ -147,12 +154,49 @@ class BrokerLifecycle:
 
     # ---- ZooKeeper and controller ----------------------------------------------------------
 
+    def _register(self, ctx: Context) -> None:
+        ctx.send(ZOOKEEPER, m.ZkRegister(self.host.id, self.host.incarnation))
+
     def on_session_expired(self, ctx: Context, src: Any, msg: m.ZkSessionExpired) -> None:
-        """The ZooKeeper client re-creates its session and the broker registers again."""
+        """The ZooKeeper client re-creates its session and the broker registers again; its old
+        znode went with the old session, so the registration succeeds (KAFKA-7165's re-create
+        path is for this run's own earlier session). A controller resigns first: Kafka's
+        beforeInitializingSession puts the Expire event in place of every queued one
+        (clearAndPut), so nothing it had not yet handled is handled."""
         if msg.session == self.host.session:
             self.host.session = None
+            self._resign(ctx, None)
             ctx.emit("zk_reregister", broker=self.host.id)
-            ctx.send(ZOOKEEPER, m.ZkRegister(self.host.id))
+            self._register(ctx)
+
+    def on_registration_refused(self, ctx: Context, src: Any, msg: m.ZkRegistrationRefused) -> None:
+        """/brokers/ids/N belongs to ``msg.session``, a live session of this broker's previous
+        run. 0.8 (createEphemeralPathExpectConflictHandleZKBug): the znode looks like its own,
+        so it backs off for the session timeout and tries again, until ZooKeeper has expired the
+        old session. Since 0.9 (ZKCheckedEphemeral, then KafkaZkClient.checkedEphemeralCreate):
+        NODEEXISTS is a fatal start-up error and KafkaServer shuts down."""
+        if self.host.session is not None or self.stopping:
+            return
+        config = self.host.config
+        waits = config.zk_registration_waits_for_old_session
+        ctx.emit(
+            "zk_registration_refused",
+            broker=self.host.id,
+            old_session=msg.session,
+            next="retry" if waits else "shutdown",
+            retry_ms=config.zookeeper_session_timeout_ms if waits else None,
+        )
+        if waits:
+            self._waiting_for_old_session = True
+            ctx.set_timer(config.zookeeper_session_timeout_ms, "zk_register_retry")
+        else:
+            self.stopping = True
+            self._stop_now(ctx, REGISTRATION_CONFLICT_SHUTDOWN)
+
+    def on_register_retry_timer(self, ctx: Context, name: str, data: Any) -> None:
+        self._waiting_for_old_session = False
+        if self.host.session is None and not self.stopping:
+            self._register(ctx)
 
     def _replay_early(self, ctx: Context) -> None:
         early, self._early = self._early, []
@@ -275,10 +319,13 @@ class BrokerLifecycle:
             write_through=True,
             live=dict(msg.live),
             address=self.host.id,
+            session=self.host.session,
         )
         self.controller.on_failover(ctx)
 
-    def _resign(self, ctx: Context, current_epoch: int) -> None:
+    def _resign(self, ctx: Context, current_epoch: int | None) -> None:
+        """Stop acting as controller; ``current_epoch`` is the epoch that replaced it (None when
+        the broker only learned that its session expired)."""
         if self.controller is not None and self.controller.active:
             self.controller.active = False
             ctx.emit(

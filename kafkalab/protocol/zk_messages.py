@@ -17,8 +17,11 @@ __all__ = [
     "ZkElected",
     "ZkHeartbeat",
     "ZkPartitionState",
+    "ZkBrokers",
+    "ZkGetBrokers",
     "ZkRegister",
     "ZkRegistered",
+    "ZkRegistrationRefused",
     "ZkSessionExpired",
     "ZkWrite",
     "ZkWriteResult",
@@ -27,9 +30,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ZkRegister:
-    """A starting broker opens a ZooKeeper session and creates /brokers/ids/N."""
+    """A starting broker opens a ZooKeeper session and creates /brokers/ids/N. ``incarnation``
+    tells the broker's runs apart: a run that registers again (its own session expired, or an
+    earlier answer was lost) owns its znode; another run of the same broker does not."""
 
     broker: int
+    incarnation: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,14 @@ class ZkRegistered:
     session: int
     controller: Any = None
     controller_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ZkRegistrationRefused:
+    """/brokers/ids/N already exists and belongs to ``session``, a live session of an earlier
+    run of the broker (NODEEXISTS): the znode goes only when that session expires."""
+
+    session: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +124,22 @@ class ZkSessionExpired:
 class BrokerChange:
     """ZooKeeper's watch on /brokers/ids fires at the controller: who is registered now, with each
     broker's epoch (the czxid of its registration znode)."""
+
+    live: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ZkGetBrokers:
+    """The controller reads /brokers/ids and each broker's epoch through its own ``session``
+    (KafkaZkClient.getAllBrokerAndEpochsInCluster), the first thing it does for a BrokerChange."""
+
+    broker: int
+    session: int
+
+
+@dataclass(frozen=True, slots=True)
+class ZkBrokers:
+    """What that read found: who is registered now, with each broker's epoch."""
 
     live: tuple[tuple[int, int], ...]
 

@@ -2,7 +2,9 @@
 
 - Broker sessions (/brokers/ids/N): created on registration, kept alive by heartbeats, expired
   after zookeeper.session.timeout.ms without one, closed at once by a clean shutdown. The
-  session id is the broker epoch (the czxid of the registration znode, KIP-380).
+  session id is the broker epoch (the czxid of the registration znode, KIP-380). A restarted
+  broker cannot register while its previous run's session lives (NODEEXISTS); beside the
+  dedicated controller its new session replaces the old one at once (a simplification).
 - /controller: an ephemeral znode brokers race to create; the winner bumps /controller_epoch.
   When its owner's session ends the znode goes, and every broker is told to race again.
 - Partition state znodes, written by the controller only while its epoch is current: a write
@@ -36,6 +38,7 @@ class ZooKeeper:
         self.config = config
         self.elected = elected
         self.sessions: dict[int, tuple[int, int]] = {}  # broker -> (session id, last heard ms)
+        self.owners: dict[int, int] = {}  # broker -> the run (incarnation) that owns its session
         self.next_zxid = 0
         self.controller: tuple[int, int] | None = None  # (broker, session) owning /controller
         self.controller_epoch = 0
@@ -46,7 +49,9 @@ class ZooKeeper:
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
         if isinstance(msg, m.ZkRegister):
-            self._register(ctx, src, msg.broker)
+            self._register(ctx, src, msg)
+        elif isinstance(msg, m.ZkGetBrokers):
+            self._get_brokers(ctx, src, msg)
         elif isinstance(msg, m.ZkHeartbeat):
             session = self.sessions.get(msg.broker)
             if session is not None and session[0] == msg.session:
@@ -66,20 +71,44 @@ class ZooKeeper:
         elif isinstance(msg, m.IsrChangeNotification):
             self._isr_change_notification(ctx, msg)
 
-    def _register(self, ctx: Context, src: Any, broker: int) -> None:
+    def _register(self, ctx: Context, src: Any, msg: m.ZkRegister) -> None:
+        """Create /brokers/ids/N with a new session. The znode of an earlier run of the broker
+        stays until its session expires: creating it again fails with NODEEXISTS (a
+        restarted broker cannot register inside its old session; KafkaZkClient.registerBroker,
+        ZkUtils.registerBrokerInZk). The same run asking again owns the znode already."""
+        broker = msg.broker
         old = self.sessions.get(broker)
-        if old is not None and self.controller == (broker, old[0]):
-            # The new session replaces the old one, and the old session's ephemeral
-            # /controller goes with it.
-            self._controller_gone(ctx, broker)
+        if old is not None and self.owners.get(broker) == msg.incarnation:
+            self.sessions[broker] = (old[0], ctx.now)
+            _send(ctx, src, m.ZkRegistered(old[0], self._controller_id(), self.controller_epoch))
+            return
+        if old is not None and self.elected:
+            _send(ctx, src, m.ZkRegistrationRefused(old[0]))
+            return
+        # Beside the dedicated controller (lessons about replication alone) a restarted broker
+        # registers at once, its new session replacing the old one: those lessons restart a
+        # broker without waiting out its session. ZooKeeper mode refuses, as Kafka does.
         self.next_zxid += 1
         self.sessions[broker] = (self.next_zxid, ctx.now)
+        self.owners[broker] = msg.incarnation
         ctx.emit("zk_session", broker=broker, session=self.next_zxid)
         _send(
             ctx, src, m.ZkRegistered(self.next_zxid, self._controller_id(), self.controller_epoch)
         )
         ctx.set_timer(self.config.zookeeper_session_timeout_ms, "expire", (broker, self.next_zxid))
         self._notify(ctx)
+
+    def _get_brokers(self, ctx: Context, src: Any, msg: m.ZkGetBrokers) -> None:
+        """A read through an expired session fails (ZooKeeperClient.waitUntilConnected throws
+        once the client is CLOSED): the reader learns its session is gone instead."""
+        current = self.sessions.get(msg.broker)
+        if current is None or current[0] != msg.session:
+            _send(ctx, src, m.ZkSessionExpired(msg.session))
+            return
+        _send(ctx, src, m.ZkBrokers(self._live()))
+
+    def _live(self) -> tuple[tuple[int, int], ...]:
+        return tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         broker, session = data
@@ -116,8 +145,7 @@ class ZooKeeper:
         """The controller's watch on /brokers/ids fires."""
         target = self._controller_id()
         if target is not None:
-            live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
-            _send(ctx, target, m.BrokerChange(live))
+            _send(ctx, target, m.BrokerChange(self._live()))
 
     def _elect(self, ctx: Context, msg: m.ZkElect) -> None:
         """KafkaController.elect: the first broker to create /controller wins and bumps
@@ -131,11 +159,12 @@ class ZooKeeper:
         self.controller = (msg.broker, msg.session)
         self.controller_epoch += 1
         ctx.emit("controller_elected", broker=msg.broker, controller_epoch=self.controller_epoch)
-        live = tuple(sorted((b, s) for b, (s, _) in self.sessions.items()))
         _send(
             ctx,
             msg.broker,
-            m.ZkElected(self.controller_epoch, live, tuple(sorted(self.partitions.items()))),
+            m.ZkElected(
+                self.controller_epoch, self._live(), tuple(sorted(self.partitions.items()))
+            ),
         )
         for b in sorted(self.sessions):
             if b != msg.broker:

@@ -10,7 +10,10 @@ from kafkalab.config import Config
 from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.broker import Broker, FetchNow, Stop
-from kafkalab.protocol.lifecycle import KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS
+from kafkalab.protocol.lifecycle import (
+    KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_MS,
+    REGISTRATION_CONFLICT_SHUTDOWN,
+)
 from kafkalab.protocol.log import Disk
 from kafkalab.sim.action_kinds import ALTER_PARTITION_ANSWERS, ALTER_PARTITION_ERRORS
 from kafkalab.sim.clients import ClientSteps
@@ -21,7 +24,18 @@ from kafkalab.sim.settings import DynamicSettings
 if TYPE_CHECKING:
     from kafkalab.sim.facade import Facade
 
-__all__ = ["ALTER_PARTITION_ANSWERS", "ALTER_PARTITION_ERRORS", "BrokerSteps"]
+__all__ = [
+    "ALTER_PARTITION_ANSWERS",
+    "ALTER_PARTITION_ERRORS",
+    "SUPERVISOR_RESTART_DELAY_MS",
+    "BrokerSteps",
+]
+
+# Timed mode: a broker whose start-up failed because its previous run's ZooKeeper session still
+# held /brokers/ids/N is started again this long afterwards, as a process supervisor would
+# (10 s, the first back-off of a Kubernetes pod whose container exited), until it registers.
+# Kafka itself never restarts: it shuts down.
+SUPERVISOR_RESTART_DELAY_MS = 10000
 
 
 class BrokerSteps:
@@ -100,9 +114,21 @@ class BrokerSteps:
         self.sim.record("crash", broker, data)
 
     def on_halt(self, broker: Any, reason: str, clean: bool) -> None:
-        """A broker stopped itself (a clean stop, or a fatal error)."""
-        if broker in self.sim.actors:
-            self._crash(broker, False, reason, clean)
+        """A broker stopped itself (a clean stop, or a fatal error). In timed mode a start-up
+        that failed to register is followed by the supervisor's restart."""
+        if broker not in self.sim.actors:
+            return
+        self._crash(broker, False, reason, clean)
+        if reason == REGISTRATION_CONFLICT_SHUTDOWN and self.cluster.mode == "timed":
+            run = self.starts[broker]
+            self.sim.call_at(
+                self.sim.now + SUPERVISOR_RESTART_DELAY_MS, self._supervisor_restart, broker, run
+            )
+
+    def _supervisor_restart(self, broker: int, run: int) -> None:
+        """Start the broker again unless someone else already did."""
+        if broker not in self.sim.actors and self.starts[broker] == run:
+            self.restart(broker)
 
     def restart(self, broker: Any) -> None:
         c = self.cluster

@@ -25,10 +25,12 @@ EVENT_KINDS: dict[str, str] = {
     "hold": "a retried message waits for a cut link to heal (dst, msg)",
     "pause": "a node stalled (node)",
     "resume": "a paused node runs again (node)",
-    "stopped": "a broker stopped cleanly after a controlled shutdown (reason)",
+    "stopped": "a broker stopped cleanly after a controlled shutdown, or shut down because its "
+    "start-up failed (reason)",
     "controller_elected": "a broker created /controller (broker, controller_epoch)",
     "controller_failover": "a new controller took over (controller, controller_epoch, live)",
-    "controller_resigned": "a controller learned it was replaced (controller_epoch)",
+    "controller_resigned": "a controller learned it was replaced (controller_epoch, "
+    "current_epoch), or that its session expired (current_epoch None)",
     "controller_znode_deleted": "/controller went with its owner's session",
     "controlled_shutdown": "the controller moved leaderships off a stopping broker",
     "controlled_shutdown_failed": "a stopping broker's controlled shutdown attempt failed "
@@ -71,6 +73,9 @@ EVENT_KINDS: dict[str, str] = {
     "zk_session": "ZooKeeper created a broker session (broker, session)",
     "zk_session_expired": "ZooKeeper expired a broker session (broker, session)",
     "zk_reregister": "a broker learned its session expired and registers again",
+    "zk_registration_refused": "a restarted broker could not create /brokers/ids/N: its "
+    "previous run's session (old_session) still lives; next: retry after retry_ms (0.8) or "
+    "shutdown, start-up aborted (since 0.9)",
     "produce": "a producer sent records (values, acks)",
     "produce_result": "a producer learned the outcome of records (values, error, base_offset)",
     "invariant": "a named invariant was violated (name, message)",

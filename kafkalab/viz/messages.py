@@ -45,7 +45,7 @@ LOST_COLOR = OKABE_ITO["vermillion"]
 _REPLICATION = ("FetchRequest", "FetchResponse", "OffsetsForLeaderEpoch")
 _CLIENT = ("Produce", "InitProducerId", "Metadata")
 _COORDINATION = ("Zk", "BrokerChange", "Vote", "BeginQuorumEpoch", "FetchMetadata")
-_MARK_KINDS = ("crash", "restart", "stopped", "pause", "resume")
+_MARK_KINDS = ("crash", "restart", "stopped", "pause", "resume", "zk_registration_refused")
 _NOT_LANES = ("cluster", "network")
 
 
@@ -548,6 +548,7 @@ _MARK_STYLE = {
     "restart": ("^", OKABE_ITO["bluish_green"], "restart"),
     "pause": ("P", OKABE_ITO["orange"], "pause"),
     "resume": ("o", OKABE_ITO["bluish_green"], "resume"),
+    "zk_registration_refused": ("v", LOST_COLOR, "registration refused: old session lives"),
 }
 
 

@@ -241,13 +241,17 @@ register(
 
 REFUSERS = {"zk": "ZooKeeper", "broker": "a broker"}
 _REFUSAL_KINDS = {"zk": "zk_write_rejected", "broker": "stale_controller_request"}
-# the catalog's controller-zombie and Lesson 5a's restart case: (brokers, zombie, successor, by)
+# the catalog's controller-zombie and Lesson 5a's held-link case: (brokers, zombie, successor, by)
 _LESSON_CASES = {(4, 1, 2, "zk"), (4, 1, 2, "broker")}
+# Who refuses the zombie. Only a broker: a controller whose session expired cannot read
+# ZooKeeper, so it handles no news (KafkaController.processBrokerChange reads /brokers/ids first)
+# and never comes to a write; what is refused is what it sent before it learned of the expiry.
+_REFUSED_BY = ("broker",)
 
 
 def _zombie_controller_grid() -> tuple[dict[str, Any], ...]:
     grid = []
-    for brokers, zombie, by in itertools.product((3, 4, 5), (1, 2), ("zk", "broker")):
+    for brokers, zombie, by in itertools.product((3, 4, 5), (1, 2), _REFUSED_BY):
         for successor in range(1, brokers + 1):
             if successor == zombie or (brokers, zombie, successor, by) in _LESSON_CASES:
                 continue
@@ -261,8 +265,8 @@ def _zombie_controller_show(p: Mapping[str, Any]) -> str:
     return (
         f"Your cluster has {p['brokers']} brokers in ZooKeeper mode.\n"
         f"The zombie is broker {p['zombie']}: it is the controller, stalls, and is replaced.\n"
-        f"When it acts again, {REFUSERS[p['refused_by']]} refuses it for its old controller "
-        "epoch.\n"
+        f"{REFUSERS[p['refused_by']].capitalize()} refuses a request it sent as controller, for "
+        "its old controller epoch.\n"
         f"At the end broker {p['successor']} is the controller."
     )
 
