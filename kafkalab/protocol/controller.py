@@ -76,8 +76,12 @@ class Controller:
         live: dict[int, int] | None = None,
         address: Any = DEDICATED_CONTROLLER,
         session: int | None = None,
+        restart_replaces_session: bool = False,
     ) -> None:
         self.config = config
+        # ZooKeeper lets a restarted broker replace its previous run's live session (see
+        # ZooKeeper.restart_replaces_session): the old simplification of KIP-101's stories.
+        self.restart_replaces_session = restart_replaces_session
         self.partitions = dict(partitions)
         # What the controller last published to the brokers' metadata caches (UpdateMetadata),
         # which clients read: a new controller reads every partition and publishes it, and each
@@ -260,9 +264,9 @@ class Controller:
             self.shutting_down -= set(dead)
             self._on_broker_failure(ctx, sorted(dead))
         self.live = dict(live)
-        if bounced and not self.config.broker_epoch and not self.write_through:
-            # Only beside the dedicated controller can a broker restart inside its session (see
-            # ZooKeeper._register): it gets its partitions' state so it can take its role.
+        if bounced and not self.config.broker_epoch and self.restart_replaces_session:
+            # Only where ZooKeeper lets a broker restart inside its session (KIP-101's stepped
+            # stories) does it get its partitions' state, so it can take its old role there.
             started += bounced
         if started:
             self._on_broker_startup(ctx, sorted(started))
@@ -524,8 +528,16 @@ class Controller:
 class ControllerNode:
     """The dedicated controller: a node of its own that never fails."""
 
-    def __init__(self, config: Config, partitions: dict[str, PartitionState]) -> None:
-        self.controller = Controller(config, partitions)
+    def __init__(
+        self,
+        config: Config,
+        partitions: dict[str, PartitionState],
+        *,
+        restart_replaces_session: bool = False,
+    ) -> None:
+        self.controller = Controller(
+            config, partitions, restart_replaces_session=restart_replaces_session
+        )
 
     @property
     def partitions(self) -> dict[str, PartitionState]:

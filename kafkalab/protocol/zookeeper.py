@@ -3,8 +3,9 @@
 - Broker sessions (/brokers/ids/N): created on registration, kept alive by heartbeats, expired
   after zookeeper.session.timeout.ms without one, closed at once by a clean shutdown. The
   session id is the broker epoch (the czxid of the registration znode, KIP-380). A restarted
-  broker cannot register while its previous run's session lives (NODEEXISTS); beside the
-  dedicated controller its new session replaces the old one at once (a simplification).
+  broker cannot register while its previous run's session lives (NODEEXISTS), whatever the
+  controller mode. Only a cluster built with ``restart_replaces_session`` (KIP-101's stepped
+  stories, see docs/sources.md "Known differences") lets its new session replace the old one.
 - /controller: an ephemeral znode brokers race to create; the winner bumps /controller_epoch.
   When its owner's session ends the znode goes, and every broker is told to race again.
 - Partition state znodes, written by the controller only while its epoch is current: a write
@@ -30,13 +31,21 @@ ZOOKEEPER = "zk"  # the address of the ZooKeeper ensemble
 class ZooKeeper:
     """``elected``: the controller is a broker that won /controller (the ZooKeeper era); else a
     dedicated controller at the address "controller" that never fails (for lessons about
-    replication alone)."""
+    replication alone). ``restart_replaces_session``: a restarted broker registers at once, its
+    new session replacing its previous run's live one; no Kafka release does that (it is for the
+    stepped scenarios that tell KIP-101's stories with an immediate restart)."""
 
     def __init__(
-        self, config: Config, partitions: dict[str, Any] | None = None, *, elected: bool = False
+        self,
+        config: Config,
+        partitions: dict[str, Any] | None = None,
+        *,
+        elected: bool = False,
+        restart_replaces_session: bool = False,
     ) -> None:
         self.config = config
         self.elected = elected
+        self.restart_replaces_session = restart_replaces_session
         self.sessions: dict[int, tuple[int, int]] = {}  # broker -> (session id, last heard ms)
         self.owners: dict[int, int] = {}  # broker -> the run (incarnation) that owns its session
         self.next_zxid = 0
@@ -82,12 +91,9 @@ class ZooKeeper:
             self.sessions[broker] = (old[0], ctx.now)
             _send(ctx, src, m.ZkRegistered(old[0], self._controller_id(), self.controller_epoch))
             return
-        if old is not None and self.elected:
+        if old is not None and not self.restart_replaces_session:
             _send(ctx, src, m.ZkRegistrationRefused(old[0]))
             return
-        # Beside the dedicated controller (lessons about replication alone) a restarted broker
-        # registers at once, its new session replacing the old one: those lessons restart a
-        # broker without waiting out its session. ZooKeeper mode refuses, as Kafka does.
         self.next_zxid += 1
         self.sessions[broker] = (self.next_zxid, ctx.now)
         self.owners[broker] = msg.incarnation

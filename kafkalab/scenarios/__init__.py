@@ -54,6 +54,7 @@ TOP_KEYS = (
     "variants",
     "seed",
     "replication",
+    "restart_replaces_session",
 )
 
 # Each step kind: (the key its scalar form fills, the keys it takes), from the step vocabulary
@@ -104,6 +105,9 @@ class Scenario:
     racks: dict[int, str] = field(default_factory=dict)
     replication: str = "manual"
     topics: Any = None  # several topics: a list of names or a mapping of name to partitions
+    # Beside the dedicated controller, a restarted broker's new ZooKeeper session replaces its
+    # previous run's live one (Cluster's restart_replaces_session); Kafka refuses the restart.
+    restart_replaces_session: bool = False
 
     def _clients(self, key: str, kind: str) -> list[str]:
         """The transactional ids (or groups) the steps use: their internal partitions exist
@@ -142,6 +146,7 @@ class Scenario:
             groups=self._clients("group_id", "consumer"),
             replication=self.replication,
             rules=rules,
+            restart_replaces_session=self.restart_replaces_session,
         )
 
 
@@ -232,6 +237,7 @@ def parse(text: str, origin: str = "<scenario>") -> Scenario:
         {int(b): str(r) for b, r in racks.items()},
         str(doc.get("replication", "manual")),
         topics,
+        _flag(doc.get("restart_replaces_session", False), f"{origin}: restart_replaces_session"),
     )
     try:  # build the cluster once so bad configs surface now, not halfway through a replay
         cluster = scenario.cluster()
@@ -284,6 +290,12 @@ def _check_names(cluster: Cluster, names: list[Any], where: str) -> None:
             cluster.partition_name(name)
         except ActionError as err:
             raise ScenarioError(f"{where}: {err}") from None
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{what}={value!r} is not allowed: use true or false")
+    return value
 
 
 def _int(value: Any, what: str, minimum: int) -> int:

@@ -57,6 +57,14 @@ class Cluster:
     ``rules`` replaces some of the brokers' HW, truncation and sequence-number rules with your
     own functions (:class:`kafkalab.Rules`); by default every broker applies Kafka's.
 
+    A restarted broker cannot register while its previous run's ZooKeeper session lives
+    (NODEEXISTS: 0.8 waits, later releases abort start-up, and in timed mode a supervisor starts
+    it again). ``restart_replaces_session=True``, beside the dedicated controller only, lets the
+    new session replace the old one at once, and before 2.2 the controller then sends the
+    returning broker its partitions' state: no Kafka release does that. It exists for the
+    stepped catalog scenarios that tell KIP-101's stories with an immediate restart
+    (docs/sources.md, "Known differences").
+
     >>> c = Cluster(brokers=2, leader=2, config={"preset": "0.10"})
     >>> c.produce("m1", acks=1)
     ['m1']
@@ -88,6 +96,7 @@ class Cluster:
         groups: Iterable[str] = (),
         replication: str = "manual",
         rules: Rules | None = None,
+        restart_replaces_session: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"mode={mode!r} is not allowed: use 'stepped' or 'timed'")
@@ -135,7 +144,15 @@ class Cluster:
             seed=seed, latency_ms=lat, trace_messages=trace_messages, loss_rate=loss_rate
         )
         # The one place the controller mode is read: its control plane answers the rest.
-        self.control: ControlPlane = control_plane(self.sim, lambda: self.config)
+        if not isinstance(restart_replaces_session, bool):
+            raise ConfigError(
+                f"restart_replaces_session={restart_replaces_session!r} is not allowed: use "
+                "False (Kafka: a restart inside the old session is refused) or True"
+            )
+        self.restart_replaces_session = restart_replaces_session
+        self.control: ControlPlane = control_plane(
+            self.sim, lambda: self.config, restart_replaces_session=restart_replaces_session
+        )
         self._client_steps = ClientSteps(self)
         self._network = NetworkSteps(self, self._client_steps)
         self._brokers = BrokerSteps(self, self._settings, self._client_steps, self._network)

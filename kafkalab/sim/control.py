@@ -58,9 +58,17 @@ class ControlPlane:
     node_names: ClassVar[tuple[str, ...]] = ()  # controller nodes a step may crash or restart
     quorum_names: ClassVar[str] = "zk"  # how an error message lists its node names
 
-    def __init__(self, sim: Simulation, config: Callable[[], Config]) -> None:
+    def __init__(
+        self,
+        sim: Simulation,
+        config: Callable[[], Config],
+        *,
+        restart_replaces_session: bool = False,
+    ) -> None:
         self.sim = sim
         self._config = config
+        # Beside the dedicated controller only: see Cluster's restart_replaces_session.
+        self.restart_replaces_session = restart_replaces_session
         self.stopped: dict[str, Any] = {}  # crashed controller nodes, by name
         self.assignment: Assignment = {}
 
@@ -159,9 +167,11 @@ class DedicatedControlPlane(ControlPlane):
     mode = "dedicated"
 
     def _add_actors(self) -> None:
-        self.sim.add("zk", ZooKeeper(self.config), "zk")
+        replaces = self.restart_replaces_session
+        self.sim.add("zk", ZooKeeper(self.config, restart_replaces_session=replaces), "zk")
         partitions = _initial(self.assignment, PartitionState)
-        self.sim.add("controller", ControllerNode(self.config, partitions), "zk")
+        node = ControllerNode(self.config, partitions, restart_replaces_session=replaces)
+        self.sim.add("controller", node, "zk")
 
     def partition_states(self) -> dict[str, CommittedPartition]:
         return dict(self.sim.actors["controller"].partitions)
@@ -348,6 +358,9 @@ CONTROL_PLANES: dict[str, type[ControlPlane]] = {
 }
 
 
-def control_plane(sim: Simulation, config: Callable[[], Config]) -> ControlPlane:
+def control_plane(
+    sim: Simulation, config: Callable[[], Config], *, restart_replaces_session: bool = False
+) -> ControlPlane:
     """The control plane ``config().controller_mode`` names."""
-    return CONTROL_PLANES[config().controller_mode](sim, config)
+    plane = CONTROL_PLANES[config().controller_mode]
+    return plane(sim, config, restart_replaces_session=restart_replaces_session)
