@@ -62,9 +62,13 @@ def test_unsafe_settings_show_the_known_anomalies() -> None:
 
 
 def test_isr_of_one_with_unclean_election_loses_acknowledged_records() -> None:
+    """The loss needs an unclean election: the last ISR member stays dead for a whole session
+    timeout while another replica is alive. A broker restarted inside its session cannot
+    register (KafkaZkClient.registerBroker, NODEEXISTS, 3.7.0), so a quick bounce never hands
+    the partition over; random schedules show it less often, hence 60 seeds."""
     unsafe = make_config({"min.insync.replicas": 1, "unclean.leader.election.enable": True})
     lost = []
-    for seed in range(12):
+    for seed in range(60):
         faults = random_faults(seed, 3, 40000, mean_interval_ms=4000)
         r = simulate(unsafe, seed=seed, duration_ms=40000, settle_ms=40000, faults=faults)
         assert isinstance(r, RunResult)

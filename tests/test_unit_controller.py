@@ -261,7 +261,6 @@ def test_before_kip380_a_bounced_broker_gets_nothing():
     gets no LeaderAndIsr (and leads or follows nothing until one comes) and keeps its ISR
     membership."""
     c = controller(isr=(1, 2, 3), broker_epoch=False)
-    c.write_through = True  # the elected controller (ZooKeeper mode)
     ctx = broker_change(c, {1: 1, 2: 20, 3: 3})
     assert c.partitions[TP] == PartitionState((1, 2, 3), 1, 0, (1, 2, 3))
     assert events(ctx, "broker_failure") == []
@@ -271,10 +270,12 @@ def test_before_kip380_a_bounced_broker_gets_nothing():
     assert c.live[2] == 20
 
 
-def test_the_dedicated_controller_still_sends_a_bounced_broker_its_state():
-    """Beside the dedicated controller a broker may restart inside its session (a
-    simplification of the lessons about replication alone): it gets its role."""
+def test_a_restart_that_replaced_its_session_still_gets_its_state_before_kip380():
+    """Only where ZooKeeper lets a restarted broker replace its live session
+    (restart_replaces_session, KIP-101's stepped stories; no Kafka release) does the pre-2.2
+    controller send the bounced broker its role."""
     c = controller(isr=(1, 2, 3), broker_epoch=False)
+    c.restart_replaces_session = True
     ctx = broker_change(c, {1: 1, 2: 20, 3: 3})
     assert c.partitions[TP] == PartitionState((1, 2, 3), 1, 0, (1, 2, 3))
     expected = m.LeaderAndIsr(TP, 1, 1, 0, (1, 2, 3), 0, (1, 2, 3), 20)
@@ -282,21 +283,28 @@ def test_the_dedicated_controller_still_sends_a_bounced_broker_its_state():
 
 
 @pytest.mark.parametrize(("broker_epoch", "isr_after"), [(True, [1, 3]), (False, [1, 2, 3])])
-def test_cluster_fast_bounce_beside_the_dedicated_controller(
+def test_cluster_fast_bounce_where_the_session_is_replaced(
     broker_epoch: bool, isr_after: list[int]
 ):
-    c = Cluster(brokers=3, leader=1, config={"broker_epoch": broker_epoch})
+    c = Cluster(
+        brokers=3,
+        leader=1,
+        config={"broker_epoch": broker_epoch},
+        restart_replaces_session=True,
+    )
     c.crash(2)
     c.restart(2)  # back before its old session expired: its new session replaces it
     assert c.isr == isr_after
 
 
+@pytest.mark.parametrize("mode", ["zk", "dedicated"])
 @pytest.mark.parametrize("preset", ["2.1", "2.2"])
-def test_cluster_restart_inside_the_old_session_is_refused(preset: str):
+def test_cluster_restart_inside_the_old_session_is_refused(preset: str, mode: str):
     """KafkaZkClient.registerBroker (2.0 to 3.9; ZkUtils.registerBrokerInZk since 0.9): the
     restarted broker's /brokers/ids znode still belongs to its old, live session, so start-up
-    fails and KafkaServer shuts down; the controller saw nothing, with or without KIP-380."""
-    c = Cluster(brokers=3, leader=1, config={"preset": preset, "controller_mode": "zk"})
+    fails and KafkaServer shuts down; the controller saw nothing, with or without KIP-380.
+    Every broker registers through ZooKeeper, so the same beside the dedicated controller."""
+    c = Cluster(brokers=3, leader=1, config={"preset": preset, "controller_mode": mode})
     c.crash(2)
     c.restart(2)  # back before its old session expired
     assert 2 not in c.running()

@@ -13,6 +13,7 @@ from kafkalab import Cluster
 from kafkalab.lessons import play
 from kafkalab.scenarios import parse
 from kafkalab.sim.brokers import SUPERVISOR_RESTART_DELAY_MS
+from kafkalab.sim.timed import Fault, RunResult, simulate
 from kafkalab.sim.trace import Event
 
 POWER_LOSS_MS = 3000  # broker 1 (leader and controller) loses power
@@ -197,3 +198,126 @@ def test_the_search_in_zookeeper_mode_cannot_bring_a_crashed_broker_straight_bac
     assert [e.data["next"] for e in c.trace.of_kind("zk_registration_refused")] == ["shutdown"]
     result = explore(settings, brokers=3, depth=3, actions=("produce", "crash", "restart"))
     assert result.violation is None and result.complete
+
+
+# ---- beside the dedicated controller ----------------------------------------------------------
+
+TRIAL_SEED = 0
+
+
+def _power_cycled_leader_in_a_trial(preset: str) -> tuple[RunResult, Cluster, int]:
+    """A timed trial (kafkalab.sim.timed.simulate, as a campaign runs it) beside the dedicated
+    controller: acks=all, min.insync.replicas 2, a record every 20 ms; the leader loses power
+    at 3 s and the schedule starts it again at 5 s."""
+    leader = Cluster(brokers=3, seed=TRIAL_SEED).leader
+    assert leader is not None
+    faults = [
+        Fault(POWER_LOSS_MS, "crash", (leader,), lose_unflushed=True),
+        Fault(POWER_LOSS_MS + RESTART_AFTER_MS, "restart", (leader,)),
+    ]
+    config = {"preset": preset, "acks": "all", "min.insync.replicas": 2}
+    result, c = simulate(
+        config,
+        seed=TRIAL_SEED,
+        duration_ms=40000,
+        settle_ms=30000,
+        faults=faults,
+        keep_cluster=True,
+    )
+    assert c.config.controller_mode == "dedicated"
+    return result, c, leader
+
+
+@pytest.mark.parametrize(
+    ("preset", "then"), [("0.8", "retry"), ("0.10", "shutdown"), ("3.7", "shutdown")]
+)
+def test_a_trial_beside_the_dedicated_controller_refuses_the_power_cycled_leader(
+    preset: str, then: str
+) -> None:
+    """Every Kafka broker registers through ZooKeeper, whoever the controller is: 0.8.2.2
+    ZkUtils.createEphemeralPathExpectConflictHandleZKBug waits the session timeout and tries
+    again; 0.10.2.2 ZkUtils.registerBrokerInZk and 3.7.0 KafkaZkClient.registerBroker fail with
+    NODEEXISTS and KafkaServer.startup shuts the broker down, and the trial's supervisor starts
+    it again SUPERVISOR_RESTART_DELAY_MS later until the old session has expired. The
+    controller fails the leader over at that expiry; no acknowledged record is lost."""
+    result, c, leader = _power_cycled_leader_in_a_trial(preset)
+    assert result.acked > 0 and result.lost_acked == []
+    refused = _of(c, "zk_registration_refused", leader)
+    assert refused and all(e.data["next"] == then for e in refused)
+    assert refused[0].time_ms < POWER_LOSS_MS + RESTART_AFTER_MS + 100
+    (expired,) = _of(c, "zk_session_expired", leader)
+    assert all(e.time_ms < expired.time_ms for e in refused)
+    (failure,) = c.trace.of_kind("broker_failure")
+    assert failure.data["brokers"] == [leader] and failure.time_ms == expired.time_ms
+    registered = [e for e in _of(c, "zk_session", leader) if e.time_ms > POWER_LOSS_MS]
+    assert registered and registered[0].time_ms > expired.time_ms
+    restarts = [e.time_ms for e in c.trace.of_kind("restart") if e.node == str(leader)]
+    stops = [e for e in c.trace.of_kind("stopped") if e.node == str(leader)]
+    if then == "retry":
+        assert restarts == [POWER_LOSS_MS + RESTART_AFTER_MS] and stops == []
+        return
+    assert len(stops) == len(refused) == len(restarts) - 1
+    gaps = [b - a for a, b in zip(restarts, restarts[1:], strict=False)]
+    assert all(0 <= g - SUPERVISOR_RESTART_DELAY_MS < 20 for g in gaps)
+    assert restarts[-1] > expired.time_ms > restarts[-2]
+
+
+def test_the_session_timeout_decides_how_many_supervised_restarts_a_trial_sees() -> None:
+    """0.10's session is 6 s, 3.7's 18 s (KIP-537, 2.5.0): one refused start-up against two."""
+    counts = {}
+    for preset in ("0.10", "3.7"):
+        _, c, leader = _power_cycled_leader_in_a_trial(preset)
+        counts[preset] = len(_of(c, "zk_registration_refused", leader))
+    assert counts == {"0.10": 1, "3.7": 2}
+
+
+def test_the_search_beside_the_dedicated_controller_cannot_bring_a_crashed_leader_straight_back():
+    """KafkaZkClient.registerBroker (3.7.0): the search's `restart` step right after a `crash`
+    is refused, so `produce r1, crash 1, restart 1` no longer loses r1; the shortest acks=1
+    loss needs the session timeout to pass while the leader stays down."""
+    from kafkalab.config import make_config
+    from kafkalab.explore import Replayer, explore
+
+    c = Replayer(make_config({"acks": "1"}), 2, None).build(
+        [{"produce": "r1"}, {"crash": 1}, {"restart": 1}]
+    )
+    assert c.running() == [2] and c.leader == 1
+    assert [e.data["next"] for e in c.trace.of_kind("zk_registration_refused")] == ["shutdown"]
+    assert c.monitor.first_violation(None) is None
+    found = explore(
+        {"acks": "1"},
+        brokers=2,
+        depth=4,
+        records=1,
+        crashes=1,
+        actions=("produce", "fetch", "crash", "restart", "expire"),
+    )
+    v = found.violation
+    assert v is not None and v.invariant == "no_acked_loss"
+    assert v.steps == [{"produce": "r1"}, {"crash": 1}, {"advance": 18000}]
+    assert found.states == 32
+
+
+def test_kip101_stepped_scenarios_name_their_immediate_restart() -> None:
+    """KIP-101's stories restart a broker at once, which KafkaZkClient.registerBroker (3.7.0)
+    and ZkUtils.registerBrokerInZk (0.10.2.2) refuse: the catalog scenarios that tell them say
+    restart_replaces_session, and without it the same steps are refused as in Kafka."""
+    from kafkalab import scenarios
+    from kafkalab.errors import ScenarioError
+
+    named = {n for n, s in scenarios.catalog().items() if s.restart_replaces_session}
+    assert named == {"kip101-loss", "kip101-divergence"}
+    s = scenarios.get("kip101-loss")
+    assert scenarios.run(s).ok
+    text = s.source.replace("restart_replaces_session: true\n", "")
+    kafka = scenarios.parse(text)
+    assert not kafka.restart_replaces_session
+    c = kafka.cluster()
+    for step in kafka.steps[:12]:
+        scenarios.apply_step(c, step)
+    assert 1 not in c.running()
+    assert [e.data["broker"] for e in c.trace.of_kind("zk_registration_refused")] == [1]
+    with pytest.raises(ScenarioError, match="restart_replaces_session='yes' is not allowed"):
+        scenarios.parse(
+            s.source.replace("restart_replaces_session: true", "restart_replaces_session: 'yes'")
+        )
