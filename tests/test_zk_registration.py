@@ -75,7 +75,8 @@ def test_a_power_cycled_leader_registers_only_after_its_old_session_expired(
     assert sessions[0].time_ms > expired.time_ms
     assert all(e.time_ms < expired.time_ms for e in refused)
     assert c.report().lost_acked == []
-    assert "m1" in c.replicas_view()[c.leader].values
+    leader = c.leader
+    assert leader is not None and "m1" in c.replicas_view()[leader].values
     if then == "shutdown":
         stops = [e for e in c.trace.of_kind("stopped") if e.node == "1"]
         assert len(stops) == len(refused), "every refused start-up shut the broker down"
