@@ -84,3 +84,31 @@ def test_the_0_11_divergence_needs_kip_279_and_kafka_7415_together() -> None:
         broken = cluster.monitor.first_violation(["logs_agree_below_hw"])
         assert (broken is None) == agree, fixes
         assert cluster.logs() == ({1: ["r1"], 2: ["r1"]} if agree else {1: ["r1"], 2: ["r2"]})
+
+
+def test_lesson_7s_unclean_election_loss_needs_two_session_timeouts() -> None:
+    """Lesson 7, section 7: acks=all, min.insync.replicas 1, unclean election on. A broker
+    restarted inside its previous session cannot register (KafkaZkClient.registerBroker,
+    NODEEXISTS, 3.7.0), so no crash is undone at once: broker 2's session expires (the ISR
+    shrinks to broker 1 and r1 is acknowledged), broker 1 crashes, broker 2 registers again, and
+    at broker 1's expiry the controller elects broker 2 uncleanly (PartitionLeaderElection-
+    Algorithms.offlinePartitionLeaderElection, 3.7.0)."""
+    found = explore(
+        {"acks": "all", "min.insync.replicas": 1, "unclean.leader.election.enable": True},
+        brokers=2,
+        depth=6,
+        records=1,
+        crashes=2,
+        actions=("produce", "fetch", "crash", "restart", "expire"),
+    )
+    v = found.violation
+    assert v is not None and v.invariant == "no_acked_loss"
+    assert v.steps == [
+        {"produce": "r1"},
+        {"crash": 2},
+        {"advance": 18000},
+        {"crash": 1},
+        {"restart": 2},
+        {"advance": 18000},
+    ]
+    assert v.report["unclean_elections"] == 1 and found.states == 1434
