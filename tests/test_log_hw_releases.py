@@ -153,8 +153,9 @@ def test_since_2_4_a_restarted_follower_does_not_truncate_to_a_hw_below_its_log_
 ) -> None:
     """DeleteRecords(-1) moves the log start offset to the HW, 5, on both replicas, and the
     epoch cache keeps one entry starting there, which log recovery drops (it starts at the
-    LEO). Follower 2 crashes before its next HW checkpoint (of 0) and restarts with no epoch to
-    ask about, so it truncates to its HW: 0 in 2.3, emptying its log; 5 from 2.4 on."""
+    LEO). Follower 2 crashes before its next HW checkpoint (of 0) and restarts (once its old
+    ZooKeeper session expired) with no epoch to ask about, so it truncates to its HW: 0 in 2.3,
+    emptying its log; 5 from 2.4 on."""
     config = {"preset": preset, "replica.high.watermark.checkpoint.interval.ms": 60000}
     c = Cluster(brokers=2, config=config)
     c.produce(values=[f"m{i}" for i in range(5)], acks="all")
@@ -163,6 +164,7 @@ def test_since_2_4_a_restarted_follower_does_not_truncate_to_a_hw_below_its_log_
     c.sync()
     assert (c.replica(2).log_start_offset, c.replica(2).hw) == (5, 5)
     c.crash(2)
+    c.advance(c.config.zookeeper_session_timeout_ms)  # its old session must go first
     c.restart(2)
     assert (c.replica(2).leo, c.replica(2).hw) == (leo, hw)
 
