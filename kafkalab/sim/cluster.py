@@ -388,7 +388,7 @@ class Cluster:
     ) -> None:
         """What becomes of the next AlterPartition (ISR change) the partition's leader sends:
         ``delayed`` reaches the controller ``delay_ms`` later (the change stays in flight until
-        time passes), ``lost`` never arrives (the leader gives up after request.timeout.ms),
+        time passes), ``lost`` never arrives (after request.timeout.ms the leader sends the same proposal again),
         ``refused``: the controller applies nothing and answers ``error``."""
         self._brokers.alter_partition(answer, partition, delay_ms, error)
 
