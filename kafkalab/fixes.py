@@ -75,8 +75,10 @@ PRESET_NAMES = tuple(name for name, _ in PRESET_RELEASES)
 class Fix:
     """One switch: true is the behaviour from preset ``on`` (until preset ``off``, for behaviour
     Kafka later removed). ``release``, ``ticket`` (JIRA, or "-"), ``kip`` and ``commit`` are what
-    brought it, ``removed_*`` what took it out. ``history`` and ``evidence`` (preset: text)
-    replace the generated cells of docs/sources.md where a row needs more words."""
+    brought it, ``removed_*`` what took it out. ``needs``: fixes it builds on; ``excludes``:
+    fixes Kafka never had together with it (a behaviour removed before they came).
+    ``history`` and ``evidence`` (preset: text) replace the generated cells of docs/sources.md
+    where a row needs more words."""
 
     switch: str
     zh: str  # the glossary's Chinese name
@@ -91,6 +93,7 @@ class Fix:
     removed_commit: str | None = None
     removed_release: str | None = None
     needs: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
     history: str | None = None
     evidence: Mapping[str, str] = field(default_factory=dict)
 
@@ -107,8 +110,9 @@ class Fix:
 
     @property
     def name(self) -> str:
-        """How a learner reads it: "KIP-101 (0.11.0.0)"."""
-        return f"{self.kip or self.ticket} ({self.release})"
+        """How a learner reads it: "KIP-101, 0.11.0.0"."""
+        label = self.kip or (self.ticket if self.ticket != "-" else "")
+        return f"{label}, {self.release}" if label else self.release
 
     @property
     def last_preset_without(self) -> str | None:
@@ -238,6 +242,7 @@ FIXES: tuple[Fix, ...] = (
         removed_release="0.9.0.0",
         history="kafkalab: 0.8.x; removed by KAFKA-2721 in 0.9.0.0",
         evidence={"0.8": "Partition.makeLeader 0.8.2.2; KAFKA-2721 from 0.9.0.0"},
+        excludes=("make_leader_resets_caught_up",),
     ),
     Fix(
         "reset_followers_only_on_new_epoch",
@@ -779,13 +784,14 @@ def _needs_all(switch: str) -> set[str]:
 
 
 def _conflict(need: Fix, fix: Fix, preset: str | None, explicit_need: bool) -> ConfigError:
-    without = need.last_preset_without
+    """A fix set true while a fix it needs is off."""
     if explicit_need:
-        see = f"to see it without {need.name}, use preset {without!r}, or" if without else ""
+        without = need.last_preset_without
+        see = f"to see Kafka without {need.switch} use preset {without!r}, or " if without else ""
         return ConfigError(
             f"{need.switch}=false with {fix.switch}=true: Kafka never shipped {fix.switch} "
-            f"({fix.name}) without {need.switch} ({need.name}); {see} leave {fix.switch} "
-            f"unset (it turns off with {need.switch})".replace("; leave", "; leave", 1)
+            f"({fix.name}) without {need.switch} ({need.name}); {see}leave {fix.switch} unset "
+            f"(it turns off with {need.switch})"
         )
     where = f"preset {preset!r} has" if preset else "the settings have"
     return ConfigError(
@@ -794,42 +800,89 @@ def _conflict(need: Fix, fix: Fix, preset: str | None, explicit_need: bool) -> C
     )
 
 
+def _clash(fix: Fix, other: Fix) -> ConfigError:
+    """Two fixes set true that Kafka never had together."""
+    last = PRESET_NAMES[PRESET_NAMES.index(fix.off) - 1] if fix.off else fix.on
+    return ConfigError(
+        f"{fix.switch}=true with {other.switch}=true: Kafka never had both ({fix.switch} "
+        f"until {fix.removed_release or fix.release}, {other.switch} from {other.release}); "
+        f"to see {fix.switch} use preset {last!r}, or leave {other.switch} unset (it turns off "
+        f"with {fix.switch}=true)"
+    )
+
+
+def _cause(implied: Mapping[str, list[str]], switch: str) -> str:
+    """The switch given false that turned ``switch`` off, or ``switch`` itself."""
+    for cause, switches in implied.items():
+        name, _, value = cause.partition("=")
+        if switch in switches and value == "false":
+            return name
+    return switch
+
+
 def resolve(
     values: Mapping[str, Any], explicit: Mapping[str, Any], preset: str | None = None
 ) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """The settings with every fix whose need is off turned off too, and what each switch
-    that was off turned off with it. ``explicit`` are the settings a learner gave: a fix set
-    true there whose need is off is refused (:func:`_conflict`)."""
+    """The settings with every fix whose need is off, or that another fix excludes, turned
+    off too, and what each setting turned off with it ("leader_epochs=false": [...]).
+    ``explicit`` are the settings a learner gave: a combination there that Kafka never shipped
+    is refused."""
     out = dict(values)
     implied: dict[str, list[str]] = {}
+
+    def turn_off(switch: str, cause: str) -> None:
+        out[switch] = False
+        root = next((k for k, v in implied.items() if cause.split("=")[0] in v), cause)
+        implied.setdefault(root, []).append(switch)
+
     changed = True
-    while changed:  # until no fix is left on without a need (needs may be declared later)
+    while changed:  # until nothing changes (a need may be declared after its dependent)
         changed = False
         for fix in FIXES:
+            if not out.get(fix.switch, False):
+                continue
             for need in fix.needs:
-                if out.get(need, True) or not out.get(fix.switch, False):
-                    continue
-                if fix.switch in explicit:
-                    raise _conflict(_BY_SWITCH[need], fix, preset, need in explicit)
-                changed = True
-                out[fix.switch] = False
-                root = next((k for k, v in implied.items() if need in v), need)
-                implied.setdefault(root, []).append(fix.switch)
+                if not out.get(need, True):
+                    if fix.switch in explicit:
+                        cause = _cause(implied, need)
+                        raise _conflict(_BY_SWITCH[cause], fix, preset, cause in explicit)
+                    turn_off(fix.switch, f"{need}=false")
+                    changed = True
+                    break
+            for other in fix.excludes if out[fix.switch] else ():
+                if out.get(other, False):
+                    if fix.switch in explicit and other in explicit:
+                        raise _clash(fix, _BY_SWITCH[other])
+                    if other in explicit:
+                        turn_off(fix.switch, f"{other}=true")
+                    else:
+                        turn_off(other, f"{fix.switch}=true")
+                    changed = True
     return out, implied
 
 
 def check_needs(values: Mapping[str, Any]) -> None:
-    """Refuse a finished set of settings in which a fix is on and one it needs is off."""
+    """Refuse a finished set of settings that Kafka never shipped: a fix on and one it needs
+    off, or two fixes on that exclude each other."""
     for fix in FIXES:
+        if not values.get(fix.switch):
+            continue
         for need in fix.needs:
-            if values.get(fix.switch) and not values.get(need):
+            if not values.get(need):
                 raise _conflict(_BY_SWITCH[need], fix, values.get("preset"), True)
+        for other in fix.excludes:
+            if values.get(other):
+                raise _clash(fix, _BY_SWITCH[other])
 
 
 def implied_off(implied: Mapping[str, list[str]]) -> list[str]:
-    """One line for a learner per switch that turned others off with it."""
-    return [
-        f"{switch}=false also turns off {', '.join(dependents)}: Kafka never shipped them "
-        f"without {_BY_SWITCH[switch].name}"
-        for switch, dependents in implied.items()
-    ]
+    """One line for a learner per setting that turned fixes off with it."""
+    lines = []
+    for cause, switches in implied.items():
+        switch, _, value = cause.partition("=")
+        how = "without" if value == "false" else "with"
+        lines.append(
+            f"{cause} also turns off {', '.join(switches)}: Kafka never shipped "
+            f"{'it' if len(switches) == 1 else 'them'} {how} {switch} ({_BY_SWITCH[switch].name})"
+        )
+    return lines

@@ -82,8 +82,9 @@ def switches_table() -> str:
     """docs/sources.md's switches table: every fix, its default, where it came from and what
     it needs."""
     lines = [
-        "| switch | default | Kafka release | JIRA/KIP | commit | presets with it | needs |",
-        "|---|---|---|---|---|---|---|",
+        "| switch | default | Kafka release | JIRA/KIP | commit | presets with it | needs "
+        "| excludes |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for fix in FIXES:
         ticket = fix.ticket if not fix.kip else f"{fix.kip}, {fix.ticket}".replace(", -", "")
@@ -98,9 +99,10 @@ def switches_table() -> str:
             ticket += f"; {fix.removed_ticket}" if fix.removed_ticket != "-" else ""
             commit += f"; {fix.removed_commit}"
         needs = ", ".join(f"`{n}`" for n in fix.needs) or "-"
+        excludes = ", ".join(f"`{n}`" for n in fix.excludes) or "-"
         lines.append(
             f"| `{fix.switch}` | {fix.default} | {release} | {ticket} | {commit} | {presets} "
-            f"| {needs} |"
+            f"| {needs} | {excludes} |"
         )
     return "\n".join(lines)
 
