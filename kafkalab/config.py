@@ -3,7 +3,9 @@
 A :class:`Config` is frozen and validated when it is made. Keys are Kafka's own
 (``min.insync.replicas``); dots and underscores are interchangeable. The switches that are not
 Kafka settings (``leader_epochs``, ``kip279`` ...) turn a historical fix on or off, so a lesson can
-show what went wrong before it.
+show what went wrong before it. Each fix is declared once in :mod:`kafkalab.fixes` (its releases,
+JIRA or KIP, commit, and the fixes it builds on): the presets are derived from it, and a fix
+switched off also switches off the fixes that need it (:func:`implied_switches` says which).
 """
 
 from __future__ import annotations

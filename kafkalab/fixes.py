@@ -23,6 +23,12 @@ set explicitly that Kafka never shipped (``leader_epochs=false`` with
 ``truncation_on_fetch=true``; ``kip279=true`` on the 0.10 preset) is refused with a ConfigError
 naming the conflict and the preset that has the behaviour.
 
+Adding a switch: the ``Config`` field (its comment names the release and JIRA/KIP), one
+``Fix`` below (its preset ``on``, release, ticket, commit, the Chinese name and the learner's
+sentence, and what it ``needs``), one entry of ``FLIPS`` in tests/test_fix_flips.py (a probe
+whose outcome differs with the switch on and off), the rule-table row in docs/sources.md (the
+Kafka file and function), then ``python -m kafkalab.fixes_docs --write``.
+
 The core simulator reads the Config only; this module imports nothing heavy.
 """
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from kafkalab.config import Config
 from kafkalab.fixes import FIXES, PRESET_NAMES, PRESET_RELEASES, SETTING_STEPS, Fix, preset_steps
 
 _BY_SWITCH = {fix.switch: fix for fix in FIXES}
@@ -87,17 +89,17 @@ def switches_table() -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for fix in FIXES:
-        ticket = fix.ticket if not fix.kip else f"{fix.kip}, {fix.ticket}".replace(", -", "")
+        tickets = [t for t in (fix.kip, fix.ticket) if t and t != "-"]
         release, commit = fix.release, fix.commit
-        presets = (
-            f"{fix.on} to {PRESET_NAMES[PRESET_NAMES.index(fix.off) - 1]}"
-            if fix.off
-            else (f"{fix.on} on")
-        )
+        last = PRESET_NAMES[PRESET_NAMES.index(fix.off) - 1] if fix.off else None
+        presets = f"{fix.on} on" if last is None else f"{fix.on} to {last}"
+        presets = f"{fix.on} only" if last == fix.on else presets
         if fix.off:
             release += f"; removed in {fix.removed_release}"
-            ticket += f"; {fix.removed_ticket}" if fix.removed_ticket != "-" else ""
+            if fix.removed_ticket not in (None, "-"):
+                tickets.append(f"removed by {fix.removed_ticket}")
             commit += f"; {fix.removed_commit}"
+        ticket = ", ".join(tickets) or "-"
         needs = ", ".join(f"`{n}`" for n in fix.needs) or "-"
         excludes = ", ".join(f"`{n}`" for n in fix.excludes) or "-"
         lines.append(
@@ -135,16 +137,25 @@ def _replace(text: str, name: str, body: str) -> str:
 
 
 def _defaults(text: str) -> str:
-    """The defaults table with each switch's history cell generated."""
-    rows = defaults_rows()
-
-    def line(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        return f"| `{name}` | {default} | {rows[name]} |" if name in rows else match.group(0)
-
+    """The defaults table in Config's field order, each switch's row generated (a new switch
+    gets its row where its field is), the other settings' rows as written."""
     head, sep, rest = text.partition("## Defaults of settings")
     table, sep2, tail = rest.partition("## Presets")
-    table = re.sub(r"^\| `(\w+)` \| ([^|]+?) \| .* \|$", line, table, flags=re.M)
+    row = re.compile(r"^\| `(\w+)` \| [^|]+? \| .* \|$", re.M)
+    written = {m.group(1): m.group(0) for m in row.finditer(table)}
+    if not written:
+        return text
+    histories = defaults_rows()
+    defaults = Config()
+    lines = []
+    for name in (f.name for f in fields(Config)):
+        if name in histories:
+            lines.append(f"| `{name}` | {getattr(defaults, name)} | {histories[name]} |")
+        elif name in written:
+            lines.append(written[name])
+    first, last = row.search(table), list(row.finditer(table))[-1]
+    assert first is not None
+    table = table[: first.start()] + "\n".join(lines) + table[last.end() :]
     return head + sep + table + sep2 + tail
 
 
