@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -282,13 +283,16 @@ def test_the_dedicated_controller_still_sends_a_bounced_broker_its_state():
 
 
 @pytest.mark.parametrize(("broker_epoch", "isr_after"), [(True, [1, 3]), (False, [1, 2, 3])])
-def test_cluster_fast_bounce_beside_the_dedicated_controller(
-    broker_epoch: bool, isr_after: list[int]
-):
-    c = Cluster(brokers=3, leader=1, config={"broker_epoch": broker_epoch})
+def test_cluster_fast_bounce_of_a_follower(broker_epoch: bool, isr_after: list[int]):
+    assert isr_after_a_fast_bounce({"broker_epoch": broker_epoch}) == isr_after
+
+
+def isr_after_a_fast_bounce(settings: Mapping[str, Any]) -> list[int]:
+    """Follower 2 crashes and is back before its old session expired."""
+    c = Cluster(brokers=3, leader=1, config=settings)
     c.crash(2)
-    c.restart(2)  # back before its old session expired: its new session replaces it
-    assert c.isr == isr_after
+    c.restart(2)
+    return c.isr
 
 
 @pytest.mark.parametrize("preset", ["2.1", "2.2"])
