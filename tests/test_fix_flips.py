@@ -173,9 +173,7 @@ FLIPS: dict[str, tuple[Flip, ...]] = {
     "kip360": (catalog("txn-hanging-transaction"),),
     "zk_registration_waits_for_old_session": (
         cluster_of(test_zk_registration.power_cycled_leader, "power_cycled_leader"),
-        cluster_of(
-            test_zk_registration.power_cycled_leader, "power_cycled_leader", preset="0.8"
-        ),
+        cluster_of(test_zk_registration.power_cycled_leader, "power_cycled_leader", preset="0.8"),
     ),
     "offset_fetch_require_stable": (
         cluster_of(

@@ -4,11 +4,10 @@ session expired handles no broker news (KafkaController.processBrokerChange)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import contextlib
 import io
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
