@@ -212,8 +212,17 @@ class Config:
     # earlier preset (3.7 to 3.9 gated it behind a metadata version above their production one).
     eligible_leader_replicas_enable: bool = False
     # 3.9 (KAFKA-12670): a KRaft controller reads unclean.leader.election.enable; from 2.8 to
-    # 3.8 it never elected an out-of-sync replica, whatever the setting.
+    # 3.8 it ignored the setting (read as false), so only an operator's unclean ElectLeaders
+    # request (from 3.1, `kraft_elect_leaders`) elected an out-of-sync replica.
     kraft_unclean_election: bool = True
+    # 3.1 (KAFKA-13162): a KRaft broker forwards ElectLeaders to the controller, which runs the
+    # election type asked for; in 2.8 and 3.0 the broker answered UNSUPPORTED_VERSION itself
+    # (not supported with a Raft metadata quorum) and nothing was elected, preferred or unclean.
+    kraft_elect_leaders: bool = True
+    # 2.4 (KIP-460): ElectLeaders takes an election type, so an operator can ask for an unclean
+    # election of leaderless partitions (kafka-leader-election.sh --election-type unclean);
+    # before, an operator could ask only for preferred-replica elections.
+    elect_leaders_unclean: bool = True
     # 3.9 (KAFKA-12670): how often a KRaft controller looks for leaderless partitions that unclean
     # election (turned on later) may now give a leader; Kafka's internal setting.
     unclean_leader_election_interval_ms: int = 300000
@@ -316,6 +325,8 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             kraft_unclean_election=False,
             kraft_check_quorum=False,
             kraft_leader_balancing=False,
+            kraft_elect_leaders=False,
+            elect_leaders_unclean=False,
         ),
     ),
     # KAFKA-1546: one rule, the time since the follower last caught up; KAFKA-2721;
@@ -377,8 +388,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     ),
     ("2.2", dict(broker_epoch=True)),  # KIP-380
     ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
-    # KAFKA-8443; 7a7d4cb5819
-    ("2.4", dict(follower_fetch_completes_on_hw_change=True, hw_floor_at_log_start=True)),
+    # KAFKA-8443; 7a7d4cb5819; KIP-460 (unclean ElectLeaders)
+    (
+        "2.4",
+        dict(
+            follower_fetch_completes_on_hw_change=True,
+            hw_floor_at_log_start=True,
+            elect_leaders_unclean=True,
+        ),
+    ),
     # KIP-537 (defaults), KIP-360, KAFKA-9417
     (
         "2.5",
@@ -395,7 +413,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
     # truncation through Fetch (KAFKA-10554, 2.8.0; KAFKA-13141, 2.8.1)
     ("3.0", dict(enable_idempotence=True, acks="all", truncation_on_fetch=True)),
     # a5f7c82a867; KAFKA-13916; KAFKA-13790; no back-off after the last controlled shutdown
-    # attempt (3.1)
+    # attempt (3.1); ElectLeaders in KRaft (KAFKA-13162, 3.1)
     (
         "3.3",
         dict(
@@ -404,6 +422,7 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             isr_join_only_eligible=True,
             controlled_shutdown_backoff_after_last_attempt=False,
             kraft_leader_balancing=True,  # KAFKA-13682 (3.2)
+            kraft_elect_leaders=True,  # KAFKA-13162 (3.1)
         ),
     ),
     # KIP-890 part 1; KAFKA-15021; KAFKA-14704 (3.4.1)

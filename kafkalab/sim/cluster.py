@@ -27,6 +27,7 @@ from kafkalab.sim.brokers import BrokerSteps
 from kafkalab.sim.clients import CLIENT_HOST, ClientSteps
 from kafkalab.sim.control import CONTROLLER_NODES as CONTROLLER_NODES
 from kafkalab.sim.control import ControlPlane, control_plane
+from kafkalab.sim.elections import elect_leaders
 from kafkalab.sim.engine import Simulation, collector_paused
 from kafkalab.sim.network import NetworkSteps
 from kafkalab.sim.settings import DYNAMIC_BROKER_KEYS as DYNAMIC_BROKER_KEYS
@@ -342,13 +343,12 @@ class Cluster:
     def elect_preferred(self, partition: str | None = None) -> None:
         """Ask the controller to move leadership back to each partition's preferred replica
         (the first assigned) where it is alive and in the ISR."""
-        tp = None if partition is None else self._tp(partition)
-        target = self.controller
-        if target is None:
-            raise ActionError("no controller is elected right now")
-        self._step("elect_preferred", partition=tp)
-        self.sim.send("client", target, msgs.ElectPreferredLeaders(tp))
-        self._settle()
+        elect_leaders(self, msgs.PREFERRED, partition, "elect_preferred")
+
+    def elect_leaders(self, election_type: str, partition: int | str | None = None) -> None:
+        """An operator's ElectLeaders (``preferred`` or ``unclean``; see
+        :mod:`kafkalab.sim.elections`): Kafka's answer is the trace's elect_leaders_result."""
+        elect_leaders(self, election_type, partition, "elect_leaders")
 
     def advance(self, ms: int) -> None:
         """Let ``ms`` simulated milliseconds pass: due timers fire (ISR expiry, session expiry,

@@ -65,6 +65,8 @@ EVENT_KINDS: dict[str, str] = {
     "fetch_fenced": "since 2.1: a follower fenced by its leader stops fetching until its next "
     "LeaderAndIsr (leader_epoch)",
     "partition_state": "the controller committed leader/ISR (leader, leader_epoch, isr, reason)",
+    "elect_leaders_result": "the controller answered an operator's ElectLeaders (election_type, "
+    "results: each partition's error, NONE when elected)",
     "broker_failure": "the controller handled failed brokers (brokers)",
     "broker_startup": "the controller handled started brokers (brokers)",
     "zk_session": "ZooKeeper created a broker session (broker, session)",
