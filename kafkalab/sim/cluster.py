@@ -369,7 +369,7 @@ class Cluster:
         at once; the controller also elects a leader for any leaderless partition the new
         settings allow (unclean.leader.election.enable turned on: KAFKA-6835, 2.1). A KRaft
         controller does so only at its periodic check, every unclean.leader.election.interval.ms
-        (KAFKA-12670, 3.9; before 3.9 it never elects uncleanly)."""
+        (KAFKA-12670, 3.9; before, it ignores the setting: see ``elect_leaders``)."""
         self._settings.set_config(settings, broker, topic)
 
     def delete_records(self, offset: int, *, partition: int | str | None = None) -> None:
