@@ -41,7 +41,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True, slots=True)
 class PartitionRegistration:
     """A partition as the KRaft metadata log describes it (PartitionRecord)."""

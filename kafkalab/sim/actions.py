@@ -60,6 +60,7 @@ __all__ = [
     "register",
 ]
 
+
 def _election_type(name: str, value: object) -> None:
     from kafkalab.sim.elections import election_type
 

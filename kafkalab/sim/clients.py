@@ -20,8 +20,8 @@ from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.protocol.transactions import txn_partition
-from kafkalab.sim.engine import CLIENT_HOST
 from kafkalab.sim.control import ACTIVE_CONTROLLER
+from kafkalab.sim.engine import CLIENT_HOST
 
 if TYPE_CHECKING:
     from kafkalab.sim.facade import Facade
