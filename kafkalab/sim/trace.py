@@ -51,6 +51,8 @@ EVENT_KINDS: dict[str, str] = {
     "append": "a leader appended records (first, last, leader_epoch)",
     "replicate": "a follower appended fetched records (first, last)",
     "truncate": "a replica removed records (to, old_leo, old_hw, removed, reason)",
+    "truncate_no_effect": "a replica truncated at or past its LEO, removing nothing (to, leo, "
+    "reason): Kafka logs it all the same",
     "hw": "a replica's high watermark changed (old, new)",
     "alter_isr": "a leader asked the controller to change the ISR (isr, reason)",
     "isr_applied": "a leader applied an ISR change the controller committed (isr)",
