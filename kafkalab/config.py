@@ -225,8 +225,17 @@ class Config:
     # earlier preset (3.7 to 3.9 gated it behind a metadata version above their production one).
     eligible_leader_replicas_enable: bool = False
     # 3.9 (KAFKA-12670): a KRaft controller reads unclean.leader.election.enable; from 2.8 to
-    # 3.8 it never elected an out-of-sync replica, whatever the setting.
+    # 3.8 it ignored the setting (read as false), so only an operator's unclean ElectLeaders
+    # request (from 3.1, `kraft_elect_leaders`) elected an out-of-sync replica.
     kraft_unclean_election: bool = True
+    # 3.1 (KAFKA-13162): a KRaft broker forwards ElectLeaders to the controller, which runs the
+    # election type asked for; in 2.8 and 3.0 the broker answered UNSUPPORTED_VERSION itself
+    # (not supported with a Raft metadata quorum) and nothing was elected, preferred or unclean.
+    kraft_elect_leaders: bool = True
+    # 2.4 (KIP-460): ElectLeaders takes an election type, so an operator can ask for an unclean
+    # election of leaderless partitions (kafka-leader-election.sh --election-type unclean);
+    # before, an operator could ask only for preferred-replica elections.
+    elect_leaders_unclean: bool = True
     # 3.9 (KAFKA-12670): how often a KRaft controller looks for leaderless partitions that unclean
     # election (turned on later) may now give a leader; Kafka's internal setting.
     unclean_leader_election_interval_ms: int = 300000

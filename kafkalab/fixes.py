@@ -673,13 +673,41 @@ FIXES: tuple[Fix, ...] = (
         zh="KRaft 非干净选举",
         meaning=(
             "3.9 (KAFKA-12670): a KRaft controller obeys `unclean.leader.election.enable`; off "
-            "(2.8 to 3.8), it never elects an out-of-sync replica."
+            "(2.8 to 3.8), it ignores the setting, and only an operator's unclean ElectLeaders "
+            "(from 3.1, `kraft_elect_leaders`) elects an out-of-sync replica."
         ),
         on="4.0",
         release="3.9.0",
         ticket="KAFKA-12670",
         commit="7356328f530",
-        history="kafkalab: KAFKA-12670, 3.9.0 (never unclean in KRaft 2.8.0 to 3.8)",
+        history="kafkalab: KAFKA-12670, 3.9.0 (the setting ignored in KRaft 2.8.0 to 3.8)",
+    ),
+    Fix(
+        "kraft_elect_leaders",
+        zh="KRaft 处理领导者选举请求",
+        meaning=(
+            "3.1 (KAFKA-13162): a KRaft broker forwards ElectLeaders to the controller, which runs "
+            "the preferred or unclean election asked for; off (2.8, 3.0), the broker answers "
+            "`UNSUPPORTED_VERSION` and nothing is elected."
+        ),
+        on="3.3",
+        release="3.1.0",
+        ticket="KAFKA-13162",
+        commit="7de8a93c7e1",
+    ),
+    Fix(
+        "elect_leaders_unclean",
+        zh="按请求非干净选举",
+        meaning=(
+            "2.4 (KIP-460): ElectLeaders takes an election type, so an operator can ask for an "
+            "unclean election (`elect_leaders: unclean`); off, only preferred elections can be "
+            "asked for, and the step is refused."
+        ),
+        on="2.4",
+        release="2.4.0",
+        ticket="KAFKA-8286",
+        kip="KIP-460",
+        commit="121308cc7a2",
     ),
     Fix(
         "kraft_check_quorum",

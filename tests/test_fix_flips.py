@@ -20,6 +20,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.fixes import FIXES
 from tests import (
     test_controller,
+    test_elect_leaders,
     test_fidelity,
     test_isr_history,
     test_kraft_releases,
@@ -171,6 +172,10 @@ FLIPS: dict[str, tuple[Flip, ...]] = {
         Flip(test_unit_controller.isr_after_a_fast_bounce, name="isr_after_a_fast_bounce"),
     ),
     "kip360": (catalog("txn-hanging-transaction"),),
+    "kraft_elect_leaders": (
+        Flip(test_elect_leaders.unclean_request, {"controller_mode": "kraft"}, "unclean_request"),
+    ),
+    "elect_leaders_unclean": (Flip(test_elect_leaders.unclean_request, name="unclean_request"),),
     "zk_registration_waits_for_old_session": (
         cluster_of(test_zk_registration.power_cycled_leader, "power_cycled_leader"),
         cluster_of(test_zk_registration.power_cycled_leader, "power_cycled_leader", preset="0.8"),

@@ -21,6 +21,7 @@ from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.protocol.transactions import txn_partition
+from kafkalab.sim.control import ACTIVE_CONTROLLER
 from kafkalab.sim.engine import CLIENT_HOST
 
 if TYPE_CHECKING:
@@ -169,8 +170,7 @@ class ClientSteps:
 
     def producer(self, name: str, settings: Mapping[str, Any]) -> None:
         c = self.cluster
-        if not isinstance(name, str) or not name or name in self.sim.actors:
-            raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
+        self._check_new_name("producer", name)
         values = _client_settings("producer", ProducerSettings, settings)
         txn_id = values.get("transactional_id")
         self._producer_defaults(values)
@@ -221,8 +221,7 @@ class ClientSteps:
 
     def consumer(self, name: str, partitions: Any, settings: Mapping[str, Any]) -> None:
         c = self.cluster
-        if not isinstance(name, str) or not name or name in self.sim.actors or name in self.clients:
-            raise ActionError(f"consumer name {name!r} is not allowed: use a new, non-empty name")
+        self._check_new_name("consumer", name)
         aliases = {"group": "group.id"}
         values = _client_settings("consumer", ConsumerSettings, settings, aliases)
         if values.get("group_id"):
@@ -246,6 +245,20 @@ class ClientSteps:
         c._step("consumer", name=name, settings=values, partitions=list(tps))
         self.clients[name] = ("consumer", (settings_obj, tps))
         self._start(name)
+
+    def _check_new_name(self, kind: str, name: Any) -> None:
+        """A client's name must be new and must not be a controller node's (a KRaft controller
+        that crashed keeps its name: its restart would find a client there)."""
+        nodes = self.cluster.control.node_names
+        reserved = (*nodes, ACTIVE_CONTROLLER) if nodes else ()
+        if isinstance(name, str) and name in reserved:
+            raise ActionError(
+                f"{kind} name {name!r} is not allowed: {', '.join(nodes)} name the KRaft "
+                f"controller nodes and {ACTIVE_CONTROLLER!r} the active one; use a new, "
+                f"non-empty name other than {', '.join(reserved)}"
+            )
+        if not isinstance(name, str) or not name or name in self.sim.actors or name in self.clients:
+            raise ActionError(f"{kind} name {name!r} is not allowed: use a new, non-empty name")
 
     def _check_internal(self, tp: str, argument: str, value: Any) -> None:
         if tp not in self.cluster.assignment:

@@ -54,6 +54,8 @@ EVENT_KINDS: dict[str, str] = {
     "append": "a leader appended records (first, last, leader_epoch)",
     "replicate": "a follower appended fetched records (first, last)",
     "truncate": "a replica removed records (to, old_leo, old_hw, removed, reason)",
+    "truncate_no_effect": "a replica truncated at or past its LEO, removing nothing (to, leo, "
+    "reason): Kafka logs it all the same",
     "hw": "a replica's high watermark changed (old, new)",
     "alter_isr": "a leader asked the controller to change the ISR (isr, reason)",
     "isr_applied": "a leader applied an ISR change the controller committed (isr)",
@@ -68,6 +70,8 @@ EVENT_KINDS: dict[str, str] = {
     "fetch_fenced": "since 2.1: a follower fenced by its leader stops fetching until its next "
     "LeaderAndIsr (leader_epoch)",
     "partition_state": "the controller committed leader/ISR (leader, leader_epoch, isr, reason)",
+    "elect_leaders_result": "the controller answered an operator's ElectLeaders (election_type, "
+    "results: each partition's error, NONE when elected)",
     "broker_failure": "the controller handled failed brokers (brokers)",
     "broker_startup": "the controller handled started brokers (brokers)",
     "zk_session": "ZooKeeper created a broker session (broker, session)",
