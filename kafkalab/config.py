@@ -169,6 +169,18 @@ class Config:
     # raised that code as ProducerFencedException wherever it came from: fatal, the producer
     # (idempotent or transactional) can only be closed.
     invalid_producer_epoch_abortable: bool = True
+    # 2.7 (KIP-601, KAFKA-9893): a client gives up a connection that is not set up within
+    # socket.connection.setup.timeout.ms (10 s). Before, only the operating system's connect
+    # timeout ended it: kafkalab takes Linux's, about 127 s (tcp_syn_retries = 6: 1 + 2 + ... +
+    # 64 s), the figure KIP-601 also took for socket.connection.setup.timeout.max.ms.
+    socket_connection_setup_timeout_ms: int = 10000
+    # 3.7 (KIP-580, KAFKA-9800): the producer's wait before retrying a batch doubles with each
+    # attempt, retry.backoff.ms x 2^(attempts - 1) with 20 % random jitter, up to
+    # retry.backoff.max.ms (1000 ms); before, it was retry.backoff.ms every time.
+    retry_backoff_exponential: bool = True
+    # 3.6.1 / 3.7.0 (KAFKA-15415): a retried batch whose partition has a new leader is sent at
+    # once, without the retry backoff (RecordAccumulator.shouldBackoff); before, it waited too.
+    retry_backoff_skips_new_leader: bool = True
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
@@ -302,6 +314,9 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             kip360=False,
             invalid_producer_epoch_abortable=False,
             idempotence_five_in_flight=False,
+            socket_connection_setup_timeout_ms=127000,  # the OS connect timeout (Linux)
+            retry_backoff_exponential=False,
+            retry_backoff_skips_new_leader=False,
             unknown_producer_id_error=False,
             transaction_partition_verification_enable=False,
             unclean_leader_election_enable=True,
@@ -390,7 +405,15 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
         ),
     ),
     ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
-    ("2.7", dict(alter_isr=True, invalid_producer_epoch_abortable=True)),  # KIP-497; KIP-588
+    # KIP-497; KIP-588; KIP-601
+    (
+        "2.7",
+        dict(
+            alter_isr=True,
+            invalid_producer_epoch_abortable=True,
+            socket_connection_setup_timeout_ms=10000,
+        ),
+    ),
     # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598);
     # truncation through Fetch (KAFKA-10554, 2.8.0; KAFKA-13141, 2.8.1)
     ("3.0", dict(enable_idempotence=True, acks="all", truncation_on_fetch=True)),
@@ -413,9 +436,14 @@ _PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
             transaction_partition_verification_enable=True,
             kafka_15021=True,
             diverging_fetch_skips_hw=True,
+            retry_backoff_skips_new_leader=True,  # KAFKA-15415 (3.6.1)
         ),
     ),
-    ("3.7", dict(hw_freeze_under_min_isr=True, kraft_check_quorum=True)),  # KAFKA-15583, 15489
+    # KAFKA-15583, KAFKA-15489, KIP-580
+    (
+        "3.7",
+        dict(hw_freeze_under_min_isr=True, kraft_check_quorum=True, retry_backoff_exponential=True),
+    ),
     # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2);
     # unclean election in KRaft (KAFKA-12670, 3.9).
     ("4.0", dict(controller_mode="kraft", transaction_version=2, kraft_unclean_election=True)),
@@ -510,6 +538,7 @@ def _validate(c: Config) -> None:
         "controller_quorum_fetch_timeout_ms",
         "transaction_abort_timed_out_transaction_cleanup_interval_ms",
         "unclean_leader_election_interval_ms",
+        "socket_connection_setup_timeout_ms",
     ):
         value = getattr(c, name)
         if value < 1:

@@ -47,12 +47,18 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import ConnectionClosed, Context
-from kafkalab.protocol.client_network import producer_connection_closed
+from kafkalab.protocol.actor import Connected, ConnectionClosed, Context
+from kafkalab.protocol.client_network import (
+    JITTER_DRAW_BOUND,
+    ProducerConnections,
+    producer_connection_closed,
+    retry_backoff_ms,
+)
 from kafkalab.protocol.client_settings import (
     ProduceCommand,
     ProducerSettings,
@@ -76,7 +82,14 @@ from kafkalab.protocol.producer_txn import (
     txn_retry,
 )
 
-__all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand", "idempotence_fits"]
+__all__ = [
+    "JITTER_DRAW_BOUND",
+    "KafkaProducer",
+    "ProduceCommand",
+    "ProducerSettings",
+    "TxnCommand",
+    "idempotence_fits",
+]
 
 RETRIABLE = frozenset(
     {
@@ -109,15 +122,31 @@ class _Batch:
     producer_id: int = -1
     producer_epoch: int = -1
     retry: bool = False  # sent back to the queue at least once (ProducerBatch.inRetry)
+    last_leader: int | None = None  # where its last attempt went
 
 
 class KafkaProducer:
-    """A named producer client actor."""
+    """A named producer client actor.
 
-    def __init__(self, name: str, settings: ProducerSettings, brokers: tuple[int, ...]) -> None:
+    ``backoff_draws`` supplies the random part of each retry backoff since 3.7 (KIP-580's
+    jitter): every retry takes the next draw ``d`` (``0 <= d < JITTER_DRAW_BOUND``), the
+    simulation's seeded stream for this client. None: no jitter."""
+
+    manages_connections = True  # it closes and reopens its connections itself (NetworkClient)
+
+    def __init__(
+        self,
+        name: str,
+        settings: ProducerSettings,
+        brokers: tuple[int, ...],
+        backoff_draws: Iterator[int] | None = None,
+    ) -> None:
         self.name = name
         self.settings = settings
         self.brokers = brokers
+        self._backoff_draws = backoff_draws
+        self.connections = ProducerConnections()
+        self.metadata_sent: dict[int, int] = {}  # unanswered metadata requests: broker, when
         self.producer_id = -1
         self.producer_epoch = -1
         self.next_sequence: dict[str, int] = {}
@@ -175,7 +204,10 @@ class KafkaProducer:
         elif isinstance(msg, m.InitProducerIdResponse):
             self._on_init_producer_id(ctx, msg)
         elif isinstance(msg, m.MetadataResponse):
+            self.metadata_sent.pop(src, None)
             self.leaders.update({tp: leader for tp, leader in msg.leaders if leader is not None})
+        elif isinstance(msg, Connected):
+            self.connections.connected(msg.peer)
         elif isinstance(msg, m.ProduceResponse):
             self._on_response(ctx, msg)
         elif isinstance(msg, ConnectionClosed):
@@ -217,8 +249,11 @@ class KafkaProducer:
             txn_complete(self, ctx, False)
 
     def awaits_answer_from(self, peer: Any) -> bool:
-        """Whether a produce or a coordinator call waits for ``peer`` (client_network.py)."""
+        """Whether a produce, a coordinator call or a new connection waits for ``peer``
+        (client_network.py)."""
         if self.txn_waiting is not None and self.txn_sent_to[0] == peer:
+            return True
+        if self.connections.connecting(peer):
             return True
         return any(self.sent_to[cid][0] == peer for cid in self.inflight)
 
@@ -226,20 +261,23 @@ class KafkaProducer:
         if self._timer_at.get(name) == ctx.now:
             del self._timer_at[name]
         if name == "request_timeout":
-            for cid, deadline in list(self.deadlines.items()):
-                if deadline <= ctx.now and cid in self.inflight:
-                    del self.deadlines[cid]
-                    self.sent_to.pop(cid, None)
-                    batch = self.inflight.pop(cid)
-                    self._retry_or_fail(ctx, batch, self._timeout_error(ctx, batch))
+            self._on_request_timeout(ctx)
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
+                self.connections.disconnect(ctx, self.txn_sent_to[0])
                 txn_retry(self, ctx, request, m.NOT_COORDINATOR)
             else:
                 self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
+        elif name.startswith("connection_setup:"):
+            peer = int(name.split(":")[1])
+            setup_ms = self.settings.socket_connection_setup_timeout_ms
+            self.connections.setup_timed_out(ctx, peer, setup_ms)
+        elif name == "expire":
+            self._expire_queued(ctx)
         elif name == "metadata":
             self._expire_queued(ctx)
+            self._metadata_timeouts(ctx)
             if any(self.leaders.get(b.tp) is None for b in self.queue):
                 self._refresh_metadata(ctx)
             if self.settings.enable_idempotence and self.producer_id < 0 and not self.transactional:
@@ -249,6 +287,35 @@ class KafkaProducer:
                 self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
         self._drain(ctx)
         self._arm_request_timeout(ctx)
+
+    def _on_request_timeout(self, ctx: Context) -> None:
+        """Sender.getExpiredInflightBatches fails a batch whose delivery.timeout.ms passed;
+        NetworkClient.handleTimedOutRequests closes a connection whose request passed
+        request.timeout.ms, failing every request in flight on it as REQUEST_TIMED_OUT."""
+        timed_out = set()
+        for cid, deadline in list(self.deadlines.items()):
+            if deadline <= ctx.now and cid in self.inflight:
+                peer, sent_ms = self.sent_to[cid]
+                if ctx.now > sent_ms + self.settings.request_timeout_ms:
+                    timed_out.add(peer)
+                self._fail_inflight(ctx, cid)
+        for peer in sorted(timed_out):
+            for cid in [c for c in self.inflight if self.sent_to[c][0] == peer]:
+                self._fail_inflight(ctx, cid)
+            self.connections.disconnect(ctx, peer)
+
+    def _fail_inflight(self, ctx: Context, cid: int) -> None:
+        self.deadlines.pop(cid, None)
+        self.sent_to.pop(cid, None)
+        batch = self.inflight.pop(cid)
+        self._retry_or_fail(ctx, batch, self._timeout_error(ctx, batch))
+
+    def _metadata_timeouts(self, ctx: Context) -> None:
+        """A metadata request unanswered within request.timeout.ms closes its connection too."""
+        for peer, sent_ms in sorted(self.metadata_sent.items()):
+            if ctx.now > sent_ms + self.settings.request_timeout_ms:
+                del self.metadata_sent[peer]
+                self.connections.disconnect(ctx, peer)
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -287,12 +354,7 @@ class KafkaProducer:
         while self.queue and len(self.inflight) < limit:
             batch = self.queue.pop(0)
             leader = self.leaders.get(batch.tp)
-            backoff = self._timer_at.get(f"backoff:{batch.tp}", -1) > ctx.now
-            not_added = self.transactional and batch.tp not in self.txn_partitions
-            # RecordAccumulator.shouldStopDrainBatchesForPartition: no new batch is sent to a
-            # partition whose sequences are unresolved
-            held = batch.attempts == 0 and batch.tp in self.unresolved
-            if batch.tp in blocked or leader is None or backoff or not_added or held:
+            if batch.tp in blocked or leader is None or self._must_wait(ctx, batch, leader):
                 blocked.add(batch.tp)
                 waiting.append(batch)
                 continue
@@ -303,12 +365,66 @@ class KafkaProducer:
         unknown = any(self.leaders.get(b.tp) is None for b in waiting)
         if unknown and "metadata" not in self._timer_at:
             self._refresh_metadata(ctx)
+        if self.queue:  # Sender.sendProducerData: expire what waits too long (expiredBatches)
+            first = min(b.created_ms for b in self.queue) + self.settings.delivery_timeout_ms
+            self._set_timer(ctx, "expire", first - ctx.now)
         self._arm_request_timeout(ctx)
+
+    def _must_wait(self, ctx: Context, batch: _Batch, leader: int) -> bool:
+        """Whether ``batch``, first of its partition in the queue, waits (RecordAccumulator.drain,
+        shouldStopDrainBatchesForPartition, shouldBackoff; Sender.sendProducerData)."""
+        not_added = self.transactional and batch.tp not in self.txn_partitions
+        # no new batch is sent to a partition whose sequences are unresolved
+        held = batch.attempts == 0 and batch.tp in self.unresolved
+        return (
+            not_added
+            or held
+            or self._behind_in_sequence(batch)
+            or self._backing_off(ctx, batch, leader)
+            or not self._connection_ready(ctx, leader)
+        )
+
+    def _behind_in_sequence(self, batch: _Batch) -> bool:
+        """Since 1.0 (KAFKA-5494) a retried batch of an idempotent producer waits until it is
+        the first of its partition's batches in flight: the earlier ones complete first, and are
+        resent first (insertInSequenceOrder). RecordAccumulator.drain: "This effectively reduces
+        our in flight request count to 1"."""
+        if batch.attempts == 0 or batch.sequence < 0 or batch.producer_id != self.producer_id:
+            return False
+        earlier = (
+            b.sequence
+            for b in [*self.inflight.values(), *self.queue]
+            if b.tp == batch.tp and b.attempts > 0 and b.producer_id == self.producer_id
+        )
+        return min(earlier, default=batch.sequence) < batch.sequence
+
+    def _backing_off(self, ctx: Context, batch: _Batch, leader: int) -> bool:
+        """RecordAccumulator.shouldBackoff: a retry waits its backoff, unless (since 3.6.1 and
+        3.7.0, KAFKA-15415) its partition has a new leader since the last attempt."""
+        if self._timer_at.get(f"backoff:{batch.tp}", -1) <= ctx.now:
+            return False
+        new_leader = batch.last_leader is not None and batch.last_leader != leader
+        return not (new_leader and self.settings.retry_backoff_skips_new_leader)
+
+    def _connection_ready(self, ctx: Context, leader: int) -> bool:
+        """Sender.sendProducerData drains only nodes whose connection is ready; one that is
+        not is connected again after reconnect.backoff.ms."""
+        if self.connections.ready(leader):
+            return True
+        wait = self.connections.maybe_connect(ctx, leader, self.settings.reconnect_backoff_ms)
+        if wait is not None:
+            self._set_timer(ctx, f"reconnect:{leader}", wait)
+        elif self.connections.connecting(leader):
+            setup_ms = self.settings.socket_connection_setup_timeout_ms
+            since = self.connections.state[leader][1]
+            self._set_timer(ctx, f"connection_setup:{leader}", since + setup_ms - ctx.now)
+        return False
 
     def _send(self, ctx: Context, batch: _Batch, leader: int) -> None:
         self.correlation += 1
         cid = self.correlation
         batch.attempts += 1
+        batch.last_leader = leader
         if self.settings.enable_idempotence and batch.producer_id < 0:
             batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
         pid = batch.producer_id if self.settings.enable_idempotence else -1
@@ -465,7 +581,7 @@ class KafkaProducer:
             self._refresh_metadata(ctx)
 
     def _requeue(self, ctx: Context, batch: _Batch) -> None:
-        """Back to the queue, sent again once retry.backoff.ms has passed."""
+        """Back to the queue, sent again once its retry backoff has passed."""
         if self.settings.enable_idempotence:  # RecordAccumulator.insertInSequenceOrder
             at = next(
                 (
@@ -478,7 +594,19 @@ class KafkaProducer:
             self.queue.insert(at, batch)
         else:  # RecordAccumulator.reenqueue: back to the front of the queue
             self.queue.insert(0, batch)
-        self._set_timer(ctx, f"backoff:{batch.tp}", self.settings.retry_backoff_ms)
+        self._set_timer(ctx, f"backoff:{batch.tp}", self._retry_backoff_ms(batch))
+
+    def _retry_backoff_ms(self, batch: _Batch) -> int:
+        """retry.backoff.ms; since 3.7 (KIP-580) growing with the batch's attempts, with jitter."""
+        s = self.settings
+        if not s.retry_backoff_exponential:
+            return s.retry_backoff_ms
+        draw = None if self._backoff_draws is None else next(self._backoff_draws)
+        if draw is not None and not 0 <= draw < JITTER_DRAW_BOUND:
+            raise ValueError(
+                f"{self.name}: backoff draw {draw!r} is outside [0, {JITTER_DRAW_BOUND})"
+            )
+        return retry_backoff_ms(s.retry_backoff_ms, s.retry_backoff_max_ms, batch.attempts, draw)
 
     def _expire_queued(self, ctx: Context) -> None:
         """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has
@@ -556,7 +684,9 @@ class KafkaProducer:
 
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""
-        ctx.send(self._next_broker(), m.MetadataRequest())
+        broker = self._next_broker()
+        self.metadata_sent.setdefault(broker, ctx.now)
+        ctx.send(broker, m.MetadataRequest())
         self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
 
     def _next_broker(self) -> int:

@@ -17,23 +17,113 @@ processDisconnection) and asks for a metadata update.
   metadata names a leader again (kafkalab tries again after retry.backoff.ms).
 - A call to the transaction coordinator is looked up again and sent after retry.backoff.ms
   (TxnRequestHandler.onComplete, wasDisconnected: lookupCoordinator, reenqueue).
+
+The client's own side of a connection (NetworkClient, ClusterConnectionStates):
+
+- A request unanswered within request.timeout.ms closes its connection
+  (NetworkClient.handleTimedOutRequests, "Disconnecting from node ... due to request timeout"):
+  every request in flight on it fails at once (the producer's batches as REQUEST_TIMED_OUT,
+  Sender.handleProduceResponse), and what the network still carries on it is lost.
+- The next request to that broker needs a new connection, tried reconnect.backoff.ms after the
+  disconnection. Over a cut link it stays CONNECTING until socket.connection.setup.timeout.ms
+  (10 s since 2.7, KIP-601; before, the operating system's connect timeout, about 127 s on
+  Linux), then counts as disconnected, and is tried again after reconnect.backoff.ms. Meanwhile
+  no batch is sent to that broker (Sender.sendProducerData drains only ready nodes).
+  kafkalab leaves out the 20 % jitter of both, the doubling of the setup timeout up to
+  socket.connection.setup.timeout.max.ms and of the reconnect backoff up to
+  reconnect.backoff.max.ms: the first wait of each is the one that shows here.
+- Since 3.7 (KIP-580) the wait before a retry is exponential: retry.backoff.ms x 2^(attempts
+  - 1), times a random factor in [0.8, 1.2), at most retry.backoff.max.ms
+  (ExponentialBackoff, RecordAccumulator.shouldBackoff). The random factor is a draw the
+  simulation hands the client.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import ConnectionClosed, Context
+from kafkalab.protocol.actor import Connect, ConnectionClosed, Context
 from kafkalab.protocol.producer_txn import TxnProducer, txn_retry
 
-__all__ = ["NetProducer", "producer_connection_closed"]
+__all__ = [
+    "JITTER_DRAW_BOUND",
+    "NetProducer",
+    "ProducerConnections",
+    "producer_connection_closed",
+    "retry_backoff_ms",
+]
+
+JITTER_DRAW_BOUND = 400  # a draw d gives the jitter factor (800 + d) / 1000, in [0.8, 1.2)
+
+
+def retry_backoff_ms(
+    retry_backoff_ms: int, retry_backoff_max_ms: int, attempts: int, draw: int | None
+) -> int:
+    """ExponentialBackoff.backoff(attempts - 1) with multiplier 2 and jitter 0.2 (KIP-580, 3.7):
+    the exponent stops where the backoff reaches retry.backoff.max.ms, and the jitter never takes
+    it past that. ``draw`` (0 <= draw < JITTER_DRAW_BOUND) is the random part; None: no jitter.
+    If the ceiling is below retry.backoff.ms, the backoff is the ceiling, without jitter."""
+    initial = min(retry_backoff_ms, retry_backoff_max_ms)
+    if retry_backoff_max_ms <= initial:
+        return initial
+    exp_max = math.log(retry_backoff_max_ms / max(initial, 1)) / math.log(2)
+    term = initial * 2 ** min(max(attempts - 1, 0), exp_max)
+    factor = 1.0 if draw is None else (800 + draw) / 1000
+    return min(int(factor * term), retry_backoff_max_ms)
+
+
+class ProducerConnections:
+    """The producer's connections to brokers (ClusterConnectionStates): a broker absent here is
+    READY; otherwise CONNECTING since a time, or DISCONNECTED since a time."""
+
+    def __init__(self) -> None:
+        self.state: dict[Any, tuple[str, int]] = {}
+
+    def ready(self, peer: Any) -> bool:
+        return peer not in self.state
+
+    def connecting(self, peer: Any) -> bool:
+        return self.state.get(peer, ("",))[0] == "connecting"
+
+    def disconnect(self, ctx: Context, peer: Any) -> None:
+        """Close the connection (the network loses what it still carries on it)."""
+        ctx.disconnect(peer)
+        self.state[peer] = ("disconnected", ctx.now)
+        ctx.emit("client_disconnect", node=peer)
+
+    def maybe_connect(self, ctx: Context, peer: Any, reconnect_backoff_ms: int) -> int | None:
+        """Open a new connection to ``peer`` if reconnect.backoff.ms has passed since it was
+        disconnected; else the time to wait. None: connecting or ready."""
+        kind, since = self.state.get(peer, ("ready", 0))
+        if kind != "disconnected":
+            return None
+        wait = since + reconnect_backoff_ms - ctx.now
+        if wait > 0:
+            return wait
+        self.state[peer] = ("connecting", ctx.now)
+        ctx.send(peer, Connect(peer))
+        return None
+
+    def connected(self, peer: Any) -> None:
+        self.state.pop(peer, None)
+
+    def setup_timed_out(self, ctx: Context, peer: Any, setup_timeout_ms: int) -> bool:
+        """NetworkClient.handleTimedOutConnections: still CONNECTING after
+        socket.connection.setup.timeout.ms, the connection is given up."""
+        kind, since = self.state.get(peer, ("ready", 0))
+        if kind != "connecting" or ctx.now < since + setup_timeout_ms:
+            return False
+        self.disconnect(ctx, peer)
+        return True
 
 
 class NetProducer(TxnProducer, Protocol):
     """What :func:`producer_connection_closed` uses of the producer client (KafkaProducer)."""
 
     sent_to: dict[int, tuple[Any, int]]
+    connections: ProducerConnections
 
     def _requeue(self, ctx: Context, batch: Any) -> None: ...
 
@@ -42,7 +132,9 @@ class NetProducer(TxnProducer, Protocol):
 
 def producer_connection_closed(p: NetProducer, ctx: Context, msg: ConnectionClosed) -> None:
     """Fail what was in flight to ``msg.peer`` at or before ``msg.at_ms`` (a later request
-    went on a newer connection)."""
+    went on a newer connection). The next request to it needs a new connection."""
+    if p.connections.ready(msg.peer) or p.connections.connecting(msg.peer):
+        p.connections.disconnect(ctx, msg.peer)
     for cid, batch in list(p.inflight.items()):
         peer, sent_ms = p.sent_to[cid]
         if peer != msg.peer or sent_ms > msg.at_ms:

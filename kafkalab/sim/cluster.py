@@ -194,7 +194,9 @@ class Cluster:
         ``producer_epoch`` and ``sequence`` make the batch an idempotent producer's (what its
         client would send; a retry is the same batch sent again). ``response`` "lost": the leader
         handles the request but its answer never arrives; ``request`` "lost": the request never
-        arrives; "delayed" (a named client's request only): it arrives ``delay_ms`` later. With
+        arrives; "delayed" (a named client's request or response only): it arrives ``delay_ms``
+        later. A lost message breaks its connection: what follows it there is lost too, until
+        the client reconnects after its request timeout, as over TCP. With
         ``producer`` naming a client made by :meth:`producer`, that client sends (and retries)
         the batch with its own settings. Returns the values sent."""
         return self._client_steps.produce(

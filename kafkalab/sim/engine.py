@@ -4,11 +4,27 @@ A heap ordered by (time_ms, sequence) holds message deliveries and timers; sched
 workload's and the fault schedule's steps, nearly all known before the run starts) wait in a
 sorted list beside it, and the loop takes whichever of the two comes first. Both share one
 sequence, so the order is the one a single heap would give, while the heap stays small.
-Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut. Messages
-on one link arrive in the order they were sent (TCP). When a process dies on a host that stays
-up, the host resets its connections: the actors that await its answers are told. One seed
-drives every random draw, split into named streams so that adding a fault type does not change
-the network's draws.
+Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut.
+
+Two actors talk over connections, one per named channel (:func:`channel`): a client has one
+connection to each broker, and a broker reaches the controller over one connection for its
+heartbeats and another for AlterPartition, as Kafka's BrokerLifecycleManager and its
+alter-partition channel manager each have their own NetworkClient. Messages on one connection
+arrive in the order they were sent (TCP), and a broker handles a connection's requests one
+after another (Kafka's SocketServer processor mutes a connection from reading a request until
+its response is sent); a delay on one channel holds nothing on another. TCP never loses one
+message and delivers the next: a message that is lost (a cut link, random loss, a test's rule)
+breaks its connection, and everything sent on it after that is lost too, in both directions,
+until the connection is set up again. A client (an actor with ``manages_connections``) does that
+itself: it closes the connection (:meth:`Context.disconnect`, on its request timeout) and opens
+a new one (:class:`Connect`). Between actors that do not manage connections (brokers,
+controllers, consumers) the next message sent at a later time opens a new connection: each of
+them sends again on its own timers, as Kafka's would after its request timeout. Messages sent
+``hold`` (the controller's channel retries) and ZooKeeper's sessions never break.
+
+When a process dies on a host that stays up, the host resets its connections: the actors that
+await its answers are told. One seed drives every random draw, split into named streams so that
+adding a fault type does not change the network's draws.
 """
 
 from __future__ import annotations
@@ -22,13 +38,48 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafkalab.protocol.actor import ConnectionClosed, Context
+from kafkalab.protocol import kraft_messages as km
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Connect, Connected, ConnectionClosed, Context
 from kafkalab.sim.trace import Event, Trace
 
-__all__ = ["Simulation", "collector_paused", "draw_between"]
+__all__ = ["Simulation", "channel", "collector_paused", "draw_between"]
 
 _DELIVER, _TIMER, _CALL = 0, 1, 2
 CLIENT_HOST = "client"  # the host every client (producer, consumer) runs on
+
+# The named channels between two actors; every other message goes on "requests" (a client's
+# one connection to a broker). Kafka's broker keeps a NetworkClient per purpose: the replica
+# fetcher threads, the BrokerLifecycleManager (registration, heartbeats), the alter-partition
+# channel manager, the ZooKeeper-mode controller's ControllerChannelManager and the controlled
+# shutdown's own client.
+_CHANNELS: dict[type, str] = {
+    m.FetchRequest: "replica_fetcher",
+    m.FetchResponse: "replica_fetcher",
+    m.OffsetsForLeaderEpochRequest: "replica_fetcher",
+    m.OffsetsForLeaderEpochResponse: "replica_fetcher",
+    km.BrokerRegistration: "broker_lifecycle",
+    km.BrokerRegistrationResponse: "broker_lifecycle",
+    km.BrokerHeartbeat: "broker_lifecycle",
+    km.BrokerHeartbeatResponse: "broker_lifecycle",
+    m.AlterIsr: "alter_partition",
+    m.AlterIsrResponse: "alter_partition",
+    m.LeaderAndIsr: "controller_channel",
+    m.UpdateMetadata: "controller_channel",
+    m.ControlledShutdownRequest: "controlled_shutdown",
+    m.ControlledShutdownResponse: "controlled_shutdown",
+}
+REQUESTS_CHANNEL = "requests"
+
+
+def channel(msg: Any) -> str:
+    """The named channel ``msg`` travels on between its two actors."""
+    return _CHANNELS.get(type(msg), REQUESTS_CHANNEL)
+
+
+def _conn_key(a: Any, b: Any, msg: Any) -> tuple[Any, ...]:
+    """One connection's key, the same in both directions."""
+    return (a, b, channel(msg)) if str(a) <= str(b) else (b, a, channel(msg))
 
 
 @contextmanager
@@ -103,6 +154,9 @@ class Simulation:
         self._deferred: dict[Any, list[tuple[Any, ...]]] = {}
         # addresses whose process died on a host that is still up: it resets their connections
         self.refusing: set[Any] = set()
+        # broken connections: for each, the stretches of send sequence numbers [lo, hi) whose
+        # messages are lost (hi None: still broken), and when it broke
+        self._broken: dict[tuple[Any, ...], list[list[Any]]] = {}
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -169,6 +223,9 @@ class Simulation:
         if ctx.events:
             for kind, data in ctx.events:
                 self.record(kind, address, data)
+        if ctx.disconnects:
+            for peer in ctx.disconnects:
+                self._reconnect(address, peer)
         if ctx.sends:
             for dst, msg, hold in ctx.sends:
                 self.send(address, dst, msg, hold)
@@ -228,6 +285,48 @@ class Simulation:
         self._held.setdefault(key, []).append((src, dst, msg, inc))
         self.record("hold", src, {"dst": dst, "msg": msg})
 
+    # ---- connections -------------------------------------------------------------------------
+
+    def _breaks(self, src: Any, dst: Any, msg: Any, hold: bool) -> bool:
+        """Whether losing ``msg`` breaks its connection (not the controller's retried channel,
+        not ZooKeeper's sessions, not a connection attempt)."""
+        if hold or isinstance(msg, Connect | Connected | ConnectionClosed):
+            return False
+        return "zk" not in (self.hosts.get(src, src), self.hosts.get(dst, dst))
+
+    def _break(self, src: Any, dst: Any, msg: Any, from_seq: int) -> None:
+        """A message of the connection was lost: what was sent on it from ``from_seq`` on is lost
+        too, until it is set up again."""
+        stretches = self._broken.setdefault(_conn_key(src, dst, msg), [])
+        if not stretches or stretches[-1][1] is not None:
+            stretches.append([from_seq, None, self.now])
+
+    def _lost_on_broken(self, src: Any, dst: Any, msg: Any, seq: int | None) -> bool:
+        """Whether ``msg`` (sent with sequence ``seq``; None: being sent now) went on a broken
+        connection. A connection between two actors that do not manage their connections is set
+        up again by a message sent after it broke."""
+        stretches = self._broken.get(_conn_key(src, dst, msg))
+        if not stretches or isinstance(msg, Connect | Connected):
+            return False
+        if seq is None:
+            last = stretches[-1]
+            if last[1] is not None:
+                return False
+            if self.now > last[2] and not self._manages(src) and not self._manages(dst):
+                last[1] = self._seq + 1
+                return False
+            return True
+        return any(lo <= seq and (hi is None or seq < hi) for lo, hi, _ in stretches)
+
+    def _manages(self, address: Any) -> bool:
+        return bool(getattr(self.actors.get(address), "manages_connections", False))
+
+    def _reconnect(self, address: Any, peer: Any) -> None:
+        """``address`` closed its connections to ``peer``: the next message opens a new one."""
+        for key, stretches in self._broken.items():
+            if {key[0], key[1]} == {address, peer} and stretches[-1][1] is None:
+                stretches[-1][1] = self._seq + 1
+
     def add_rule(
         self,
         src: Any,
@@ -244,15 +343,18 @@ class Simulation:
         self._rules.append([src, dst, tuple(types), delay_ms, match, reply])
 
     def send(self, src: Any, dst: Any, msg: Any, hold: bool = False) -> None:
+        if self._broken and self._lost_on_broken(src, dst, msg, None):
+            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
+            return
         if self.cut and not self.link_up(src, dst):
             if hold:
                 self._hold(src, dst, msg, self.incarnation.get(dst, 0))
             else:
-                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+                self._lose(src, dst, msg, "link_cut")
             return
         extra = 0
         if self.loss_rate and not hold and self._lossy(src, dst):
-            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "random_loss"})
+            self._lose(src, dst, msg, "random_loss")
             return
         if self._rules:
             for rule in self._rules:
@@ -268,13 +370,19 @@ class Simulation:
                         self.send(dst, src, rule[5](msg))
                         return
                     if rule[3] is None:
-                        self.record("drop", src, {"dst": dst, "msg": msg, "reason": "lost"})
+                        self._lose(src, dst, msg, "lost")
                         return
                     extra = rule[3]
                     break
         if self.trace_messages:
             self.record("send", src, {"dst": dst, "msg": msg})
         self._deliver_later(src, dst, msg, self.incarnation.get(dst, 0), hold, extra)
+
+    def _lose(self, src: Any, dst: Any, msg: Any, reason: str) -> None:
+        """``msg`` is lost as it is sent: its connection breaks from here on."""
+        self.record("drop", src, {"dst": dst, "msg": msg, "reason": reason})
+        if self._breaks(src, dst, msg, False):
+            self._break(src, dst, msg, self._seq)
 
     def _deliver_later(
         self, src: Any, dst: Any, msg: Any, inc: int, hold: bool, extra: int = 0
@@ -285,11 +393,11 @@ class Simulation:
             arrival = self.now + extra
         else:
             arrival = self.now + draw_between(self._net_bits, lo, hi) + extra
-        key = (src, dst)
+        key = (src, dst, channel(msg))
         if self.bandwidth:
             arrival += self._transfer_ms(src, dst, msg)
         last = self._last_arrival.get(key, 0)
-        if last > arrival:  # TCP: nothing overtakes an earlier message on the same link
+        if last > arrival:  # TCP: nothing overtakes an earlier message on the same connection
             arrival = last
         self._last_arrival[key] = arrival
         self._seq += 1
@@ -371,18 +479,24 @@ class Simulation:
                 self._deferred.setdefault(host, []).append(entry)
                 return
         if kind == _DELIVER:
-            _, _, _, src, dst, msg, inc, hold = entry
+            _, seq, _, src, dst, msg, inc, hold = entry
             actor = self.actors.get(dst)
             if actor is None and dst in self.refusing and self._refused(src, dst):
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "refused"})
                 self._connection_closed(dst, src, True)
             elif actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
+            elif self._broken and self._lost_on_broken(src, dst, msg, seq):
+                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
             elif self.cut and not self.link_up(src, dst):
                 if hold:
                     self._hold(src, dst, msg, inc)
                 else:
                     self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+                    if self._breaks(src, dst, msg, hold):
+                        self._break(src, dst, msg, seq)
+            elif isinstance(msg, Connect):
+                self.send(dst, src, Connected(dst))  # the handshake got through
             else:
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
