@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from kafkalab.protocol.actor import ConnectionClosed, Context
-from kafkalab.sim.engine import Simulation, draw_between
+from kafkalab.protocol import kraft_messages as km
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Connect, Connected, ConnectionClosed, Context
+from kafkalab.sim.engine import Simulation, channel, draw_between
 from kafkalab.sim.timed import Fault, Workload, simulate
 
 
@@ -239,17 +241,128 @@ def test_same_host_messages_take_no_time():
     assert b.received == [(0, "a", Ping(1))]
 
 
+class Client(Recorder):
+    """A Recorder that manages its connections, as Kafka's NetworkClient does: on command
+    ("disconnect", peer) it closes them."""
+
+    manages_connections = True
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if src == "local" and msg[0] == "disconnect":
+            ctx.disconnect(msg[1])
+            return
+        super().handle(ctx, src, msg)
+
+
+def test_a_lost_request_breaks_its_connection_until_the_client_closes_it():
+    """SocketServer.Processor (3.7.0) mutes a connection from reading a request until its
+    response is sent, and TCP never drops one request and delivers the next: once a request is
+    lost, the ones after it on the same connection are lost too, in both directions, however
+    late, until the client closes the connection (NetworkClient.handleTimedOutRequests) and
+    opens a new one."""
+    sim = Simulation(seed=1)
+    client, broker = Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add(1, broker, 1)
+    sim.add_rule("p", 1, (Ping,), None)
+    sim.command("p", (1, Ping(1)))  # lost
+    sim.command("p", (1, Ping(2)))
+    sim.run_until(500)
+    sim.command("p", (1, Ping(3)))  # later, still the broken connection
+    sim.command(1, ("p", Pong(3)))  # the other direction too
+    sim.run_until(1000)
+    assert broker.received == [] and client.received == []
+    sim.command("p", ("disconnect", 1))
+    sim.command("p", (1, Ping(4)))
+    sim.run_until(1500)
+    assert [msg for _, _, msg in broker.received] == [Ping(4)]
+    assert [reason for _, reason in drops(sim)] == ["lost"] + ["connection_broken"] * 3
+
+
+def test_a_cut_link_breaks_the_connections_in_flight():
+    """A message cut off in flight breaks its connection: what follows it is lost even after the
+    link heals, until a new connection; messages sent before it still arrive."""
+    sim = Simulation(seed=1, latency_ms=(10, 10))
+    client, broker = Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add(1, broker, 1)
+    sim.command("p", (1, Ping(1)))
+    sim.run_until(5)
+    sim.command("p", (1, Ping(2)))  # in flight when the link is cut
+    sim.run_until(12)
+    sim.set_link("client", 1, False)
+    sim.run_until(20)
+    sim.set_link("client", 1, True)
+    sim.command("p", (1, Ping(3)))
+    sim.run_until(100)
+    assert [msg for _, _, msg in broker.received] == [Ping(1)]
+    assert drops(sim) == [(Ping(2), "link_cut"), (Ping(3), "connection_broken")]
+
+
+def test_actors_that_do_not_manage_connections_reconnect_on_a_later_send():
+    """Between brokers (no client connection state here) a message sent after the loss, at a
+    later time, opens a new connection: each resends on its own timers."""
+    sim, a, b = two_actors()
+    sim.add_rule("a", "b", (Ping,), None)
+    sim.command("a", ("b", Ping(1)))
+    sim.command("a", ("b", Ping(2)))  # the same instant: behind the lost one
+    sim.run_until(1)
+    sim.command("a", ("b", Ping(3)))
+    sim.run_until(10)
+    assert [msg for _, _, msg in b.received] == [Ping(3)]
+
+
+def test_named_channels_do_not_hold_each_other_up():
+    """A broker reaches the controller over separate connections for heartbeats
+    (BrokerLifecycleManager) and for AlterPartition (its own channel manager): a delay on one
+    holds nothing on the other, while each stays in order."""
+    assert channel(km.BrokerHeartbeat(1, 1)) == "broker_lifecycle"
+    assert channel(m.AlterIsr("t-0", 1, 0, 0, (1,))) == "alter_partition"
+    assert channel(m.MetadataRequest()) == channel(m.ProduceRequest("t-0", 1, ("v",), -1, 1))
+    sim, a, b = two_actors()
+    alter = m.AlterIsr("t-0", 1, 0, 0, (1,))
+    sim.add_rule("a", "b", (m.AlterIsr,), 100)
+    sim.command("a", ("b", alter))
+    sim.command("a", ("b", km.BrokerHeartbeat(1, 1)))
+    sim.command("a", ("b", m.AlterIsr("t-0", 1, 0, 1, (1, 2))))
+    sim.run_until(200)
+    got = [(t, msg) for t, _, msg in b.received]
+    assert got[0] == (0, km.BrokerHeartbeat(1, 1))
+    assert got[1:] == [(100, alter), (100, m.AlterIsr("t-0", 1, 0, 1, (1, 2)))]
+
+
+def test_a_connection_attempt_is_answered_over_a_working_link_only():
+    """Connect is the TCP handshake: answered Connected over a working link, silent over a cut
+    one (the client waits for socket.connection.setup.timeout.ms)."""
+    sim = Simulation(seed=1)
+    client, broker = Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add(1, broker, 1)
+    sim.command("p", (1, Connect(1)))
+    sim.run_until(0)
+    sim.set_link("client", 1, False)
+    sim.command("p", (1, Connect(1)))
+    sim.run_until(10)
+    assert [msg for _, _, msg in client.received] == [Connected(1)]
+    assert broker.received == []
+
+
 def test_a_one_shot_drop_rule_loses_only_the_next_matching_message():
+    """The rule is used up by Ping(1); Ping(2), on the connection Ping(1)'s loss broke, is lost
+    with it (TCP never delivers a message after a lost one); Ping(3), sent later, goes on a new
+    connection."""
     sim, a, b = two_actors()
     sim.add_rule("a", "b", (Ping,), None)
     sim.command("a", ("b", Pong(0)))  # another type: not matched
     sim.command("b", ("a", Ping(0)))  # the other direction: not matched
     sim.command("a", ("b", Ping(1)))  # lost
-    sim.command("a", ("b", Ping(2)))  # the rule is used up
+    sim.command("a", ("b", Ping(2)))  # the rule is used up, but the connection is broken
+    sim.run_until(10)
+    sim.command("a", ("b", Ping(3)))  # a new connection
     sim.run_until(100)
-    assert [msg for _, _, msg in b.received] == [Pong(0), Ping(2)]
+    assert [msg for _, _, msg in b.received] == [Pong(0), Ping(3)]
     assert [msg for _, _, msg in a.received] == [Ping(0)]
-    assert drops(sim) == [(Ping(1), "lost")]
+    assert drops(sim) == [(Ping(1), "lost"), (Ping(2), "connection_broken")]
 
 
 def test_a_one_shot_delay_rule_delays_one_message_and_keeps_the_link_fifo():

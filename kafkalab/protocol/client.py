@@ -265,14 +265,15 @@ class KafkaProducer:
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
-                self.connections.disconnect(ctx, self.txn_sent_to[0])
+                self._disconnect(ctx, self.txn_sent_to[0])
                 txn_retry(self, ctx, request, m.NOT_COORDINATOR)
             else:
                 self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
         elif name.startswith("connection_setup:"):
             peer = int(name.split(":")[1])
             setup_ms = self.settings.socket_connection_setup_timeout_ms
-            self.connections.setup_timed_out(ctx, peer, setup_ms)
+            if self.connections.setup_timed_out(ctx, peer, setup_ms):
+                self._disconnect(ctx, peer)
         elif name == "expire":
             self._expire_queued(ctx)
         elif name == "metadata":
@@ -302,7 +303,13 @@ class KafkaProducer:
         for peer in sorted(timed_out):
             for cid in [c for c in self.inflight if self.sent_to[c][0] == peer]:
                 self._fail_inflight(ctx, cid)
-            self.connections.disconnect(ctx, peer)
+            self._disconnect(ctx, peer)
+
+    def _disconnect(self, ctx: Context, peer: Any) -> None:
+        """Close the connection to ``peer``; the disconnection may come from stale metadata, so
+        the client asks for an update (DefaultMetadataUpdater.handleServerDisconnect)."""
+        self.connections.disconnect(ctx, peer)
+        self._refresh_metadata(ctx)
 
     def _fail_inflight(self, ctx: Context, cid: int) -> None:
         self.deadlines.pop(cid, None)
@@ -315,7 +322,8 @@ class KafkaProducer:
         for peer, sent_ms in sorted(self.metadata_sent.items()):
             if ctx.now > sent_ms + self.settings.request_timeout_ms:
                 del self.metadata_sent[peer]
-                self.connections.disconnect(ctx, peer)
+                if self.connections.ready(peer):
+                    self._disconnect(ctx, peer)
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -685,6 +693,10 @@ class KafkaProducer:
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""
         broker = self._next_broker()
+        for _ in self.brokers[1:]:  # NetworkClient.leastLoadedNode: a broker it is connected to
+            if self.connections.ready(broker):
+                break
+            broker = self._next_broker()
         self.metadata_sent.setdefault(broker, ctx.now)
         ctx.send(broker, m.MetadataRequest())
         self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)

@@ -24,14 +24,15 @@ The client's own side of a connection (NetworkClient, ClusterConnectionStates):
   (NetworkClient.handleTimedOutRequests, "Disconnecting from node ... due to request timeout"):
   every request in flight on it fails at once (the producer's batches as REQUEST_TIMED_OUT,
   Sender.handleProduceResponse), and what the network still carries on it is lost.
-- The next request to that broker needs a new connection, tried reconnect.backoff.ms after the
-  disconnection. Over a cut link it stays CONNECTING until socket.connection.setup.timeout.ms
-  (10 s since 2.7, KIP-601; before, the operating system's connect timeout, about 127 s on
-  Linux), then counts as disconnected, and is tried again after reconnect.backoff.ms. Meanwhile
-  no batch is sent to that broker (Sender.sendProducerData drains only ready nodes).
-  kafkalab leaves out the 20 % jitter of both, the doubling of the setup timeout up to
-  socket.connection.setup.timeout.max.ms and of the reconnect backoff up to
-  reconnect.backoff.max.ms: the first wait of each is the one that shows here.
+- The next request to that broker needs a new connection, tried reconnect.backoff.ms (50 ms)
+  after the disconnection, twice that after each further failure up to reconnect.backoff.max.ms
+  (1000 ms; ClusterConnectionStates.disconnected). Over a cut link it stays CONNECTING until
+  socket.connection.setup.timeout.ms (10 s since 2.7, KIP-601; before, the operating system's
+  connect timeout, about 127 s on Linux), then counts as disconnected. Meanwhile no batch is
+  sent to that broker (Sender.sendProducerData drains only ready nodes). Every disconnection
+  asks for a metadata update ("The disconnect may be the result of stale metadata",
+  DefaultMetadataUpdater.handleServerDisconnect). kafkalab leaves out the 20 % jitter of both
+  waits and the doubling of the setup timeout up to socket.connection.setup.timeout.max.ms.
 - Since 3.7 (KIP-580) the wait before a retry is exponential: retry.backoff.ms x 2^(attempts
   - 1), times a random factor in [0.8, 1.2), at most retry.backoff.max.ms
   (ExponentialBackoff, RecordAccumulator.shouldBackoff). The random factor is a draw the
@@ -56,6 +57,7 @@ __all__ = [
 ]
 
 JITTER_DRAW_BOUND = 400  # a draw d gives the jitter factor (800 + d) / 1000, in [0.8, 1.2)
+RECONNECT_BACKOFF_MAX_MS = 1000  # reconnect.backoff.max.ms's default (KIP-144, 0.11.0)
 
 
 def retry_backoff_ms(
@@ -76,10 +78,12 @@ def retry_backoff_ms(
 
 class ProducerConnections:
     """The producer's connections to brokers (ClusterConnectionStates): a broker absent here is
-    READY; otherwise CONNECTING since a time, or DISCONNECTED since a time."""
+    READY; otherwise CONNECTING since a time, or DISCONNECTED since a time; ``failures`` counts
+    the disconnections since the last connection that was set up."""
 
     def __init__(self) -> None:
         self.state: dict[Any, tuple[str, int]] = {}
+        self.failures: dict[Any, int] = {}
 
     def ready(self, peer: Any) -> bool:
         return peer not in self.state
@@ -91,6 +95,7 @@ class ProducerConnections:
         """Close the connection (the network loses what it still carries on it)."""
         ctx.disconnect(peer)
         self.state[peer] = ("disconnected", ctx.now)
+        self.failures[peer] = self.failures.get(peer, 0) + 1
         ctx.emit("client_disconnect", node=peer)
 
     def maybe_connect(self, ctx: Context, peer: Any, reconnect_backoff_ms: int) -> int | None:
@@ -99,7 +104,9 @@ class ProducerConnections:
         kind, since = self.state.get(peer, ("ready", 0))
         if kind != "disconnected":
             return None
-        wait = since + reconnect_backoff_ms - ctx.now
+        failures = self.failures.get(peer, 1)
+        backoff_ms = min(reconnect_backoff_ms << min(failures - 1, 20), RECONNECT_BACKOFF_MAX_MS)
+        wait = since + backoff_ms - ctx.now
         if wait > 0:
             return wait
         self.state[peer] = ("connecting", ctx.now)
@@ -108,6 +115,7 @@ class ProducerConnections:
 
     def connected(self, peer: Any) -> None:
         self.state.pop(peer, None)
+        self.failures.pop(peer, None)
 
     def setup_timed_out(self, ctx: Context, peer: Any, setup_timeout_ms: int) -> bool:
         """NetworkClient.handleTimedOutConnections: still CONNECTING after
@@ -115,7 +123,6 @@ class ProducerConnections:
         kind, since = self.state.get(peer, ("ready", 0))
         if kind != "connecting" or ctx.now < since + setup_timeout_ms:
             return False
-        self.disconnect(ctx, peer)
         return True
 
 
@@ -124,6 +131,8 @@ class NetProducer(TxnProducer, Protocol):
 
     sent_to: dict[int, tuple[Any, int]]
     connections: ProducerConnections
+
+    def _disconnect(self, ctx: Context, peer: Any) -> None: ...
 
     def _requeue(self, ctx: Context, batch: Any) -> None: ...
 
@@ -134,7 +143,7 @@ def producer_connection_closed(p: NetProducer, ctx: Context, msg: ConnectionClos
     """Fail what was in flight to ``msg.peer`` at or before ``msg.at_ms`` (a later request
     went on a newer connection). The next request to it needs a new connection."""
     if p.connections.ready(msg.peer) or p.connections.connecting(msg.peer):
-        p.connections.disconnect(ctx, msg.peer)
+        p._disconnect(ctx, msg.peer)
     for cid, batch in list(p.inflight.items()):
         peer, sent_ms = p.sent_to[cid]
         if peer != msg.peer or sent_ms > msg.at_ms:
