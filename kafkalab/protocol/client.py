@@ -157,6 +157,9 @@ class KafkaProducer:
         self.unresolved: dict[str, int] = {}
         self.queue: list[_Batch] = []
         self.inflight: dict[int, _Batch] = {}
+        # requests whose batch expired (delivery.timeout.ms) before an answer: NetworkClient
+        # still waits for them, until their request.timeout.ms closes the connection
+        self.expired_requests: dict[int, tuple[Any, int]] = {}
         self.deadlines: dict[int, int] = {}
         self.sent_to: dict[int, tuple[Any, int]] = {}  # in flight: where it went, and when
         self.leaders: dict[str, int | None] = {}
@@ -255,6 +258,8 @@ class KafkaProducer:
             return True
         if self.connections.connecting(peer):
             return True
+        if any(peer == sent[0] for sent in self.expired_requests.values()):
+            return True
         return any(self.sent_to[cid][0] == peer for cid in self.inflight)
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
@@ -294,12 +299,20 @@ class KafkaProducer:
         NetworkClient.handleTimedOutRequests closes a connection whose request passed
         request.timeout.ms, failing every request in flight on it as REQUEST_TIMED_OUT."""
         timed_out = set()
+        request_timeout_ms = self.settings.request_timeout_ms
         for cid, deadline in list(self.deadlines.items()):
-            if deadline <= ctx.now and cid in self.inflight:
+            if deadline > ctx.now:
+                continue
+            if cid in self.expired_requests:
+                timed_out.add(self.expired_requests[cid][0])
+            elif cid in self.inflight:
                 peer, sent_ms = self.sent_to[cid]
-                if ctx.now > sent_ms + self.settings.request_timeout_ms:
+                if ctx.now > sent_ms + request_timeout_ms:
                     timed_out.add(peer)
                 self._fail_inflight(ctx, cid)
+                if peer not in timed_out:  # the batch expired; its request is still awaited
+                    self.expired_requests[cid] = (peer, sent_ms)
+                    self.deadlines[cid] = sent_ms + request_timeout_ms + 1
         for peer in sorted(timed_out):
             for cid in [c for c in self.inflight if self.sent_to[c][0] == peer]:
                 self._fail_inflight(ctx, cid)
@@ -309,6 +322,10 @@ class KafkaProducer:
         """Close the connection to ``peer``; the disconnection may come from stale metadata, so
         the client asks for an update (DefaultMetadataUpdater.handleServerDisconnect)."""
         self.connections.disconnect(ctx, peer)
+        for cid, (to, _) in list(self.expired_requests.items()):
+            if to == peer:
+                del self.expired_requests[cid]
+                self.deadlines.pop(cid, None)
         self._refresh_metadata(ctx)
 
     def _fail_inflight(self, ctx: Context, cid: int) -> None:
@@ -359,7 +376,7 @@ class KafkaProducer:
         limit = self.settings.max_in_flight_requests_per_connection
         waiting: list[_Batch] = []
         blocked: set[str] = set()  # a partition whose first batch must wait holds the rest
-        while self.queue and len(self.inflight) < limit:
+        while self.queue and len(self.inflight) + len(self.expired_requests) < limit:
             batch = self.queue.pop(0)
             leader = self.leaders.get(batch.tp)
             if batch.tp in blocked or leader is None or self._must_wait(ctx, batch, leader):
@@ -481,6 +498,7 @@ class KafkaProducer:
     def _on_response(self, ctx: Context, resp: m.ProduceResponse) -> None:
         batch = self.inflight.pop(resp.correlation_id, None)
         self.deadlines.pop(resp.correlation_id, None)
+        self.expired_requests.pop(resp.correlation_id, None)
         self.sent_to.pop(resp.correlation_id, None)
         if batch is None:
             return  # already timed out and retried
