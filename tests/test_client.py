@@ -43,7 +43,9 @@ def _sweep(idempotence: bool, seeds: range) -> tuple[int, int, int, list[str]]:
 def test_idempotence_never_duplicates_or_reorders_under_loss_and_failovers() -> None:
     duplicates, out_of_order, acked, problems = _sweep(True, range(10))
     assert (duplicates, out_of_order, problems) == (0, 0, [])
-    assert acked > 900, "the sweep must acknowledge enough records to mean something"
+    # a broker reads one request of a connection at a time (SocketServer's mute), so an acks=all
+    # request waiting for its followers holds the producer's next ones
+    assert acked > 500, "the sweep must acknowledge enough records to mean something"
 
 
 def test_without_idempotence_retries_duplicate_and_reorder() -> None:
@@ -52,10 +54,14 @@ def test_without_idempotence_retries_duplicate_and_reorder() -> None:
 
 
 def test_the_client_gets_a_producer_id_and_numbers_its_records() -> None:
+    """The broker reads "c" once it has answered ["a", "b"] (SocketServer mutes the connection
+    until the response is sent): the followers fetch, so that acks=all is answered."""
     c = Cluster(brokers=3, leader=1)
     c.producer("p")
     c.produce(values=["a", "b"], producer="p")
     c.produce("c", producer="p")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
     (pid_event,) = c.trace.of_kind("producer_id")
     assert pid_event.data["producer_epoch"] == 0
     records = c.sim.actors[1].partitions[c.tp].log.records

@@ -243,9 +243,10 @@ def test_same_host_messages_take_no_time():
 
 class Client(Recorder):
     """A Recorder that manages its connections, as Kafka's NetworkClient does: on command
-    ("disconnect", peer) it closes them."""
+    ("disconnect", peer) it closes them; the broker reads its requests one at a time."""
 
     manages_connections = True
+    one_request_at_a_time = True
 
     def handle(self, ctx: Context, src: Any, msg: Any) -> None:
         if src == "local" and msg[0] == "disconnect":
@@ -310,6 +311,33 @@ def test_actors_that_do_not_manage_connections_reconnect_on_a_later_send():
     sim.command("a", ("b", Ping(3)))
     sim.run_until(10)
     assert [msg for _, _, msg in b.received] == [Ping(3)]
+
+
+def test_a_broker_reads_a_clients_next_request_once_it_has_answered_the_last():
+    """SocketServer.Processor (0.8.2.2: OP_READ off after a request; 3.7.0: selector.mute on
+    REQUEST_RECEIVED, unmute on RESPONSE_SENT): a request waiting for its answer (in purgatory)
+    holds the next one on the same connection unread, so answers come back in order; a produce
+    with acks=0 has no answer and holds nothing; another client's connection is not held."""
+    sim = Simulation(seed=1)
+    client, other, broker = Client(), Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add("q", other, "client")
+    sim.add(1, broker, 1)
+    first, second = m.MetadataRequest(), m.InitProducerIdRequest()
+    sim.command("p", (1, first))
+    sim.command("p", (1, second))
+    sim.command("q", (1, m.MetadataRequest()))
+    sim.run_until(10)
+    assert [(src, msg) for _, src, msg in broker.received] == [("p", first), ("q", first)]
+    sim.command(1, ("p", m.MetadataResponse(())))
+    sim.run_until(20)
+    assert [msg for _, _, msg in broker.received][2:] == [second]
+    sim.command(1, ("p", m.InitProducerIdResponse(1, 0)))
+    fire_and_forget = m.ProduceRequest("t-0", 1, ("v",), 0, 1)
+    sim.command("p", (1, fire_and_forget))
+    sim.command("p", (1, m.MetadataRequest()))
+    sim.run_until(30)
+    assert [msg for _, _, msg in broker.received][3:] == [fire_and_forget, first]
 
 
 def test_named_channels_do_not_hold_each_other_up():

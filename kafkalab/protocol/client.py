@@ -133,6 +133,9 @@ class KafkaProducer:
     simulation's seeded stream for this client. None: no jitter."""
 
     manages_connections = True  # it closes and reopens its connections itself (NetworkClient)
+    # The broker reads its next request on a connection once it has answered the last
+    # (SocketServer mutes the connection meanwhile): answers come back in order.
+    one_request_at_a_time = True
 
     def __init__(
         self,

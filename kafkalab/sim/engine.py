@@ -10,9 +10,11 @@ Two actors talk over connections, one per named channel (:func:`channel`): a cli
 connection to each broker, and a broker reaches the controller over one connection for its
 heartbeats and another for AlterPartition, as Kafka's BrokerLifecycleManager and its
 alter-partition channel manager each have their own NetworkClient. Messages on one connection
-arrive in the order they were sent (TCP), and a broker handles a connection's requests one
-after another (Kafka's SocketServer processor mutes a connection from reading a request until
-its response is sent); a delay on one channel holds nothing on another. TCP never loses one
+arrive in the order they were sent (TCP), and a broker handles a client's requests on one
+connection one after another: Kafka's SocketServer processor mutes a connection from reading a
+request until its response is sent (since 0.8, whatever max.in.flight.requests.per.connection
+lets the client send), so a request waiting in purgatory holds the next one unread, and the
+answers come back in order. A delay on one channel holds nothing on another. TCP never loses one
 message and delivers the next: a message that is lost (a cut link, random loss, a test's rule)
 breaks its connection, and everything sent on it after that is lost too, in both directions,
 until the connection is set up again. A client (an actor with ``manages_connections``) does that
@@ -157,6 +159,10 @@ class Simulation:
         # broken connections: for each, the stretches of send sequence numbers [lo, hi) whose
         # messages are lost (hi None: still broken), and when it broke
         self._broken: dict[tuple[Any, ...], list[list[Any]]] = {}
+        # a client's connections whose request the broker is handling: what arrives meanwhile
+        # waits, in order (src, dst, channel) -> deliveries
+        self._muted: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        self._passing: set[int] = set()  # released from a muted connection: read now
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -180,6 +186,9 @@ class Simulation:
         self.hosts[address] = host
         self.incarnation[address] = self.incarnation.get(address, 0) + 1
         self.refusing.discard(address)
+        if self._muted:  # a new process reads its new connections
+            for key in [k for k in self._muted if k[1] == address]:
+                self._release(key, "not_running")
         self._run_handler(address, actor.start)
 
     def remove(self, address: Any, *, host_up: bool = False) -> Any:
@@ -322,10 +331,51 @@ class Simulation:
         return bool(getattr(self.actors.get(address), "manages_connections", False))
 
     def _reconnect(self, address: Any, peer: Any) -> None:
-        """``address`` closed its connections to ``peer``: the next message opens a new one."""
+        """``address`` closed its connections to ``peer``: the next message opens a new one, and
+        what the broker had not read from the old one is lost."""
         for key, stretches in self._broken.items():
             if {key[0], key[1]} == {address, peer} and stretches[-1][1] is None:
                 stretches[-1][1] = self._seq + 1
+        for key in [k for k in self._muted if k[0] == address and k[1] == peer]:
+            self._release(key, "connection_closed")
+
+    def _mutes(self, src: Any, msg: Any) -> bool:
+        """Whether delivering ``msg`` mutes its connection: a request that is answered (a produce
+        with acks=0 is not) from a client that declares ``one_request_at_a_time``."""
+        if not type(msg).__name__.endswith("Request") or getattr(msg, "acks", None) == 0:
+            return False
+        return bool(getattr(self.actors.get(src), "one_request_at_a_time", False))
+
+    def _unmute(self, src: Any, dst: Any, msg: Any) -> None:
+        """``src`` answers ``dst`` on a muted connection: the next waiting request is read (it
+        passes, and mutes the connection again), the others keep waiting behind it."""
+        key = (dst, src, channel(msg))
+        waiting = self._muted.get(key)
+        if waiting is None or not type(msg).__name__.endswith("Response"):
+            return
+        if not waiting:
+            del self._muted[key]
+            return
+        self._seq += 1
+        self._passing.add(self._seq)
+        heapq.heappush(self._heap, (self.now, self._seq, *waiting.pop(0)[2:]))
+
+    def _wait_unread(self, entry: tuple[Any, ...]) -> bool:
+        """Whether the delivery ``entry`` waits on its muted connection (it does unless it was
+        just released from there)."""
+        if entry[1] in self._passing:
+            self._passing.discard(entry[1])
+            return False
+        waiting = self._muted.get((entry[3], entry[4], channel(entry[5])))
+        if waiting is None:
+            return False
+        waiting.append(entry)
+        return True
+
+    def _release(self, key: tuple[Any, ...], reason: str) -> None:
+        """Unmute ``key`` and drop what waited on it."""
+        for entry in self._muted.pop(key, []):
+            self.record("drop", entry[3], {"dst": entry[4], "msg": entry[5], "reason": reason})
 
     def add_rule(
         self,
@@ -343,6 +393,8 @@ class Simulation:
         self._rules.append([src, dst, tuple(types), delay_ms, match, reply])
 
     def send(self, src: Any, dst: Any, msg: Any, hold: bool = False) -> None:
+        if self._muted:
+            self._unmute(src, dst, msg)
         if self._broken and self._lost_on_broken(src, dst, msg, None):
             self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
             return
@@ -468,6 +520,8 @@ class Simulation:
         self.paused.discard(host)
         for entry in self._deferred.pop(host, []):
             self._seq += 1
+            if entry[1] in self._passing:  # released from a muted connection: still first
+                self._passing.add(self._seq)
             heapq.heappush(self._heap, (self.now, self._seq, *entry[2:]))
 
     def _dispatch(self, entry: tuple[Any, ...]) -> None:
@@ -497,7 +551,11 @@ class Simulation:
                         self._break(src, dst, msg, seq)
             elif isinstance(msg, Connect):
                 self.send(dst, src, Connected(dst))  # the handshake got through
+            elif self._muted and self._wait_unread(entry):
+                return
             else:
+                if self._mutes(src, msg):
+                    self._muted.setdefault((src, dst, channel(msg)), [])
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
                 ctx = Context(self.now, dst)  # _run_handler, without its argument tuples
