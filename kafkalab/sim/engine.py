@@ -315,7 +315,7 @@ class Simulation:
         connection. A connection between two actors that do not manage their connections is set
         up again by a message sent after it broke."""
         stretches = self._broken.get(_conn_key(src, dst, msg))
-        if not stretches or isinstance(msg, Connect | Connected):
+        if not stretches or isinstance(msg, Connect | Connected | ConnectionClosed):
             return False
         if seq is None:
             last = stretches[-1]
