@@ -14,7 +14,7 @@ from kafkalab import Cluster
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Connect, Connected, Context
 from kafkalab.protocol.client import KafkaProducer, ProduceCommand, ProducerSettings
-from kafkalab.protocol.client_network import retry_backoff_ms
+from kafkalab.protocol.client_retry import retry_backoff_ms
 
 TP = "t-0"
 

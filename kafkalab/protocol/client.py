@@ -53,11 +53,25 @@ from typing import Any
 
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Connected, ConnectionClosed, Context
+from kafkalab.protocol.client_expiry import (
+    DELIVERY_TIMEOUT,
+    expire_queued,
+    expired_after_retry,
+    maybe_resolve_sequences,
+)
 from kafkalab.protocol.client_network import (
-    JITTER_DRAW_BOUND,
     ProducerConnections,
+    connection_ready,
+    disconnect,
+    metadata_timeouts,
+    on_request_timeout,
     producer_connection_closed,
-    retry_backoff_ms,
+)
+from kafkalab.protocol.client_retry import (
+    JITTER_DRAW_BOUND,
+    backing_off,
+    behind_in_sequence,
+    next_retry_backoff_ms,
 )
 from kafkalab.protocol.client_settings import (
     ProduceCommand,
@@ -66,9 +80,7 @@ from kafkalab.protocol.client_settings import (
     idempotence_fits,
 )
 from kafkalab.protocol.producer_txn import (
-    ABORTABLE_ERROR,
     ABORTING,
-    COMMITTING,
     FATAL_ERROR,
     IN_TRANSACTION,
     READY,
@@ -104,10 +116,6 @@ RETRIABLE = frozenset(
 REFRESH = frozenset(
     {m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE, m.NETWORK_EXCEPTION}
 )
-DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"  # the client's TimeoutException: delivery.timeout.ms passed
-# The client's KafkaException when a partition's sequences stay unresolved: "The client hasn't
-# received acknowledgment for some previously sent messages and can no longer retry them."
-UNRESOLVED_SEQUENCE = "UNRESOLVED_SEQUENCE"
 
 
 @dataclass(slots=True)
@@ -269,11 +277,11 @@ class KafkaProducer:
         if self._timer_at.get(name) == ctx.now:
             del self._timer_at[name]
         if name == "request_timeout":
-            self._on_request_timeout(ctx)
+            on_request_timeout(self, ctx)
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
-                self._disconnect(ctx, self.txn_sent_to[0])
+                disconnect(self, ctx, self.txn_sent_to[0])
                 txn_retry(self, ctx, request, m.NOT_COORDINATOR)
             else:
                 self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
@@ -281,12 +289,12 @@ class KafkaProducer:
             peer = int(name.split(":")[1])
             setup_ms = self.settings.socket_connection_setup_timeout_ms
             if self.connections.setup_timed_out(ctx, peer, setup_ms):
-                self._disconnect(ctx, peer)
+                disconnect(self, ctx, peer)
         elif name == "expire":
-            self._expire_queued(ctx)
+            expire_queued(self, ctx)
         elif name == "metadata":
-            self._expire_queued(ctx)
-            self._metadata_timeouts(ctx)
+            expire_queued(self, ctx)
+            metadata_timeouts(self, ctx)
             if any(self.leaders.get(b.tp) is None for b in self.queue):
                 self._refresh_metadata(ctx)
             if self.settings.enable_idempotence and self.producer_id < 0 and not self.transactional:
@@ -296,54 +304,6 @@ class KafkaProducer:
                 self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
         self._drain(ctx)
         self._arm_request_timeout(ctx)
-
-    def _on_request_timeout(self, ctx: Context) -> None:
-        """Sender.getExpiredInflightBatches fails a batch whose delivery.timeout.ms passed;
-        NetworkClient.handleTimedOutRequests closes a connection whose request passed
-        request.timeout.ms, failing every request in flight on it as REQUEST_TIMED_OUT."""
-        timed_out = set()
-        request_timeout_ms = self.settings.request_timeout_ms
-        for cid, deadline in list(self.deadlines.items()):
-            if deadline > ctx.now:
-                continue
-            if cid in self.expired_requests:
-                timed_out.add(self.expired_requests[cid][0])
-            elif cid in self.inflight:
-                peer, sent_ms = self.sent_to[cid]
-                if ctx.now > sent_ms + request_timeout_ms:
-                    timed_out.add(peer)
-                self._fail_inflight(ctx, cid)
-                if peer not in timed_out:  # the batch expired; its request is still awaited
-                    self.expired_requests[cid] = (peer, sent_ms)
-                    self.deadlines[cid] = sent_ms + request_timeout_ms + 1
-        for peer in sorted(timed_out):
-            for cid in [c for c in self.inflight if self.sent_to[c][0] == peer]:
-                self._fail_inflight(ctx, cid)
-            self._disconnect(ctx, peer)
-
-    def _disconnect(self, ctx: Context, peer: Any) -> None:
-        """Close the connection to ``peer``; the disconnection may come from stale metadata, so
-        the client asks for an update (DefaultMetadataUpdater.handleServerDisconnect)."""
-        self.connections.disconnect(ctx, peer)
-        for cid, (to, _) in list(self.expired_requests.items()):
-            if to == peer:
-                del self.expired_requests[cid]
-                self.deadlines.pop(cid, None)
-        self._refresh_metadata(ctx)
-
-    def _fail_inflight(self, ctx: Context, cid: int) -> None:
-        self.deadlines.pop(cid, None)
-        self.sent_to.pop(cid, None)
-        batch = self.inflight.pop(cid)
-        self._retry_or_fail(ctx, batch, self._timeout_error(ctx, batch))
-
-    def _metadata_timeouts(self, ctx: Context) -> None:
-        """A metadata request unanswered within request.timeout.ms closes its connection too."""
-        for peer, sent_ms in sorted(self.metadata_sent.items()):
-            if ctx.now > sent_ms + self.settings.request_timeout_ms:
-                del self.metadata_sent[peer]
-                if self.connections.ready(peer):
-                    self._disconnect(ctx, peer)
 
     # ---- sending -----------------------------------------------------------------------------
 
@@ -371,7 +331,7 @@ class KafkaProducer:
         """Sender.sendProducerData: send queued batches up to max.in.flight, oldest first; a
         partition whose first batch waits (backoff, unknown leader) sends nothing after it
         (RecordAccumulator.drain)."""
-        self._maybe_resolve_sequences(ctx)
+        maybe_resolve_sequences(self, ctx)
         if self.transactional:
             send_txn_request(self, ctx)
         if self.settings.enable_idempotence and self.producer_id < 0:
@@ -407,46 +367,10 @@ class KafkaProducer:
         return (
             not_added
             or held
-            or self._behind_in_sequence(batch)
-            or self._backing_off(ctx, batch, leader)
-            or not self._connection_ready(ctx, leader)
+            or behind_in_sequence(self, batch)
+            or backing_off(self, ctx, batch, leader)
+            or not connection_ready(self, ctx, leader)
         )
-
-    def _behind_in_sequence(self, batch: _Batch) -> bool:
-        """Since 1.0 (KAFKA-5494) a retried batch of an idempotent producer waits until it is
-        the first of its partition's batches in flight: the earlier ones complete first, and are
-        resent first (insertInSequenceOrder). RecordAccumulator.drain: "This effectively reduces
-        our in flight request count to 1"."""
-        if batch.attempts == 0 or batch.sequence < 0 or batch.producer_id != self.producer_id:
-            return False
-        earlier = (
-            b.sequence
-            for b in [*self.inflight.values(), *self.queue]
-            if b.tp == batch.tp and b.attempts > 0 and b.producer_id == self.producer_id
-        )
-        return min(earlier, default=batch.sequence) < batch.sequence
-
-    def _backing_off(self, ctx: Context, batch: _Batch, leader: int) -> bool:
-        """RecordAccumulator.shouldBackoff: a retry waits its backoff, unless (since 3.6.1 and
-        3.7.0, KAFKA-15415) its partition has a new leader since the last attempt."""
-        if self._timer_at.get(f"backoff:{batch.tp}", -1) <= ctx.now:
-            return False
-        new_leader = batch.last_leader is not None and batch.last_leader != leader
-        return not (new_leader and self.settings.retry_backoff_skips_new_leader)
-
-    def _connection_ready(self, ctx: Context, leader: int) -> bool:
-        """Sender.sendProducerData drains only nodes whose connection is ready; one that is
-        not is connected again after reconnect.backoff.ms."""
-        if self.connections.ready(leader):
-            return True
-        wait = self.connections.maybe_connect(ctx, leader, self.settings.reconnect_backoff_ms)
-        if wait is not None:
-            self._set_timer(ctx, f"reconnect:{leader}", wait)
-        elif self.connections.connecting(leader):
-            setup_ms = self.settings.socket_connection_setup_timeout_ms
-            since = self.connections.state[leader][1]
-            self._set_timer(ctx, f"connection_setup:{leader}", since + setup_ms - ctx.now)
-        return False
 
     def _send(self, ctx: Context, batch: _Batch, leader: int) -> None:
         self.correlation += 1
@@ -579,7 +503,7 @@ class KafkaProducer:
         if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
             if error == DELIVERY_TIMEOUT:
-                self._expired_after_retry(ctx, batch)
+                expired_after_retry(self, ctx, batch)
             gap = error == m.OUT_OF_ORDER_SEQUENCE_NUMBER and batch.producer_id == self.producer_id
             if gap and not self.transactional and not s.kip360:
                 self._reset_producer_id(ctx)
@@ -623,93 +547,7 @@ class KafkaProducer:
             self.queue.insert(at, batch)
         else:  # RecordAccumulator.reenqueue: back to the front of the queue
             self.queue.insert(0, batch)
-        self._set_timer(ctx, f"backoff:{batch.tp}", self._retry_backoff_ms(batch))
-
-    def _retry_backoff_ms(self, batch: _Batch) -> int:
-        """retry.backoff.ms; since 3.7 (KIP-580) growing with the batch's attempts, with jitter."""
-        s = self.settings
-        if not s.retry_backoff_exponential:
-            return s.retry_backoff_ms
-        draw = None if self._backoff_draws is None else next(self._backoff_draws)
-        if draw is not None and not 0 <= draw < JITTER_DRAW_BOUND:
-            raise ValueError(
-                f"{self.name}: backoff draw {draw!r} is outside [0, {JITTER_DRAW_BOUND})"
-            )
-        return retry_backoff_ms(s.retry_backoff_ms, s.retry_backoff_max_ms, batch.attempts, draw)
-
-    def _expire_queued(self, ctx: Context) -> None:
-        """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has
-        passed since it was created fails (Kafka's TimeoutException)."""
-        keep = []
-        expired = []
-        for batch in self.queue:
-            if ctx.now - batch.created_ms >= self.settings.delivery_timeout_ms:
-                self._outcome(ctx, batch, DELIVERY_TIMEOUT, -1)
-                expired.append(batch)
-            else:
-                keep.append(batch)
-        self.queue = keep
-        for batch in expired:
-            if batch.attempts == 0:
-                self._unnumber(batch)
-            else:
-                self._expired_after_retry(ctx, batch)
-
-    def _unnumber(self, batch: _Batch) -> None:
-        """A batch that expires before it was ever sent never had a sequence in Kafka, which
-        numbers a batch when it is drained (RecordAccumulator.drain): the batches queued behind
-        it move down, so it leaves no gap."""
-        if batch.sequence < 0 or batch.producer_id >= 0:
-            return
-        for b in self.queue:
-            if b.tp == batch.tp and b.attempts == 0 and b.sequence > batch.sequence:
-                b.sequence -= len(batch.values)
-        self.next_sequence[batch.tp] = self.next_sequence.get(batch.tp, 0) - len(batch.values)
-
-    def _expired_after_retry(self, ctx: Context, batch: _Batch) -> None:
-        """Sender.sendProducerData: a batch that expires after a retry may or may not have been
-        written. 0.11 dropped the idempotent producer's id at once. Since 1.0 (KAFKA-5494) the
-        partition is unresolved until the batches in flight there are answered
-        (TransactionManager.markSequenceUnresolved); until 2.4 a transactional producer could
-        not continue (Sender.runOnce: a fatal error)."""
-        if not batch.retry or batch.sequence < 0 or batch.producer_id != self.producer_id:
-            return
-        s = self.settings
-        if not s.idempotence_five_in_flight:
-            if not self.transactional:
-                self._reset_producer_id(ctx)
-            return
-        if self.transactional and not s.kip360:
-            if self.txn_state != FATAL_ERROR:
-                txn_fatal(self, ctx, UNRESOLVED_SEQUENCE)
-            return
-        following = batch.sequence + len(batch.values)
-        self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, following), following)
-
-    def _maybe_resolve_sequences(self, ctx: Context) -> None:
-        """TransactionManager.maybeResolveSequences (2.5+; shouldResetProducerStateAfter-
-        ResolvingSequences before): once nothing sent to an unresolved partition is unanswered,
-        it is resolved if the last acknowledged batch is the one before the next sequence (a
-        later batch landed, so the expired one did too). If not, there is a gap: an idempotent
-        producer bumps its epoch for the partition (before 2.5, it drops its producer id); a
-        transactional one goes to an abortable error."""
-        for tp in sorted(self.unresolved):
-            pending = [*self.inflight.values(), *[b for b in self.queue if b.attempts > 0]]
-            if any(b.tp == tp for b in pending):
-                continue
-            del self.unresolved[tp]
-            unsent = [b.sequence for b in self.queue if b.tp == tp and b.attempts == 0]
-            following = min(unsent) if unsent else self.next_sequence.get(tp, 0)
-            if self.last_acked_sequence.get(tp, -1) + 1 == following:
-                continue
-            if not self.settings.kip360:
-                self._reset_producer_id(ctx)
-                return
-            if not self.transactional:
-                self._bump_epoch(ctx, tp)
-            elif self.txn_state in (IN_TRANSACTION, COMMITTING, ABORTABLE_ERROR):
-                abortable(self, UNRESOLVED_SEQUENCE)
-                self.epoch_bump_required = True
+        self._set_timer(ctx, f"backoff:{batch.tp}", next_retry_backoff_ms(self, batch))
 
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""

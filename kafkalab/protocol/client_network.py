@@ -33,15 +33,10 @@ The client's own side of a connection (NetworkClient, ClusterConnectionStates):
   asks for a metadata update ("The disconnect may be the result of stale metadata",
   DefaultMetadataUpdater.handleServerDisconnect). kafkalab leaves out the 20 % jitter of both
   waits and the doubling of the setup timeout up to socket.connection.setup.timeout.max.ms.
-- Since 3.7 (KIP-580) the wait before a retry is exponential: retry.backoff.ms x 2^(attempts
-  - 1), times a random factor in [0.8, 1.2), at most retry.backoff.max.ms
-  (ExponentialBackoff, RecordAccumulator.shouldBackoff). The random factor is a draw the
-  simulation hands the client.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Protocol
 
 from kafkalab.protocol import messages as m
@@ -49,31 +44,16 @@ from kafkalab.protocol.actor import Connect, ConnectionClosed, Context
 from kafkalab.protocol.producer_txn import TxnProducer, txn_retry
 
 __all__ = [
-    "JITTER_DRAW_BOUND",
     "NetProducer",
     "ProducerConnections",
+    "connection_ready",
+    "disconnect",
+    "metadata_timeouts",
+    "on_request_timeout",
     "producer_connection_closed",
-    "retry_backoff_ms",
 ]
 
-JITTER_DRAW_BOUND = 400  # a draw d gives the jitter factor (800 + d) / 1000, in [0.8, 1.2)
 RECONNECT_BACKOFF_MAX_MS = 1000  # reconnect.backoff.max.ms's default (KIP-144, 0.11.0)
-
-
-def retry_backoff_ms(
-    retry_backoff_ms: int, retry_backoff_max_ms: int, attempts: int, draw: int | None
-) -> int:
-    """ExponentialBackoff.backoff(attempts - 1) with multiplier 2 and jitter 0.2 (KIP-580, 3.7):
-    the exponent stops where the backoff reaches retry.backoff.max.ms, and the jitter never takes
-    it past that. ``draw`` (0 <= draw < JITTER_DRAW_BOUND) is the random part; None: no jitter.
-    If the ceiling is below retry.backoff.ms, the backoff is the ceiling, without jitter."""
-    initial = min(retry_backoff_ms, retry_backoff_max_ms)
-    if retry_backoff_max_ms <= initial:
-        return initial
-    exp_max = math.log(retry_backoff_max_ms / max(initial, 1)) / math.log(2)
-    term = initial * 2 ** min(max(attempts - 1, 0), exp_max)
-    factor = 1.0 if draw is None else (800 + draw) / 1000
-    return min(int(factor * term), retry_backoff_max_ms)
 
 
 class ProducerConnections:
@@ -127,12 +107,14 @@ class ProducerConnections:
 
 
 class NetProducer(TxnProducer, Protocol):
-    """What :func:`producer_connection_closed` uses of the producer client (KafkaProducer)."""
+    """What these functions use of the producer client (KafkaProducer)."""
 
     sent_to: dict[int, tuple[Any, int]]
     connections: ProducerConnections
+    expired_requests: dict[int, tuple[Any, int]]
+    metadata_sent: dict[int, int]
 
-    def _disconnect(self, ctx: Context, peer: Any) -> None: ...
+    def _timeout_error(self, ctx: Context, batch: Any) -> str: ...
 
     def _requeue(self, ctx: Context, batch: Any) -> None: ...
 
@@ -143,7 +125,7 @@ def producer_connection_closed(p: NetProducer, ctx: Context, msg: ConnectionClos
     """Fail what was in flight to ``msg.peer`` at or before ``msg.at_ms`` (a later request
     went on a newer connection). The next request to it needs a new connection."""
     if p.connections.ready(msg.peer) or p.connections.connecting(msg.peer):
-        p._disconnect(ctx, msg.peer)
+        disconnect(p, ctx, msg.peer)
     for cid, batch in list(p.inflight.items()):
         peer, sent_ms = p.sent_to[cid]
         if peer != msg.peer or sent_ms > msg.at_ms:
@@ -162,3 +144,73 @@ def producer_connection_closed(p: NetProducer, ctx: Context, msg: ConnectionClos
     if p.txn_waiting is not None and peer == msg.peer and sent_ms <= msg.at_ms:
         request, p.txn_waiting = p.txn_waiting, None
         txn_retry(p, ctx, request, m.NOT_COORDINATOR)
+
+
+def on_request_timeout(p: NetProducer, ctx: Context) -> None:
+    """Sender.getExpiredInflightBatches fails a batch whose delivery.timeout.ms passed (its
+    request stays in flight); NetworkClient.handleTimedOutRequests closes a connection whose
+    request passed request.timeout.ms, failing every request in flight on it as
+    REQUEST_TIMED_OUT."""
+    timed_out = set()
+    request_timeout_ms = p.settings.request_timeout_ms
+    for cid, deadline in list(p.deadlines.items()):
+        if deadline > ctx.now:
+            continue
+        if cid in p.expired_requests:
+            timed_out.add(p.expired_requests[cid][0])
+        elif cid in p.inflight:
+            peer, sent_ms = p.sent_to[cid]
+            if ctx.now > sent_ms + request_timeout_ms:
+                timed_out.add(peer)
+            _fail_inflight(p, ctx, cid)
+            if peer not in timed_out:  # the batch expired; its request is still awaited
+                p.expired_requests[cid] = (peer, sent_ms)
+                p.deadlines[cid] = sent_ms + request_timeout_ms + 1
+    for peer in sorted(timed_out):
+        for cid in [c for c in p.inflight if p.sent_to[c][0] == peer]:
+            _fail_inflight(p, ctx, cid)
+        disconnect(p, ctx, peer)
+
+
+def _fail_inflight(p: NetProducer, ctx: Context, cid: int) -> None:
+    p.deadlines.pop(cid, None)
+    p.sent_to.pop(cid, None)
+    batch = p.inflight.pop(cid)
+    p._retry_or_fail(ctx, batch, p._timeout_error(ctx, batch))
+
+
+def disconnect(p: NetProducer, ctx: Context, peer: Any) -> None:
+    """Close the connection to ``peer`` (what was still awaited on it is forgotten); the
+    disconnection may come from stale metadata, so the client asks for an update
+    (NetworkClient.handleDisconnections, DefaultMetadataUpdater.handleServerDisconnect)."""
+    p.connections.disconnect(ctx, peer)
+    for cid, (to, _) in list(p.expired_requests.items()):
+        if to == peer:
+            del p.expired_requests[cid]
+            p.deadlines.pop(cid, None)
+    p._refresh_metadata(ctx)
+
+
+def metadata_timeouts(p: NetProducer, ctx: Context) -> None:
+    """A metadata request unanswered within request.timeout.ms closes its connection too."""
+    for peer, sent_ms in sorted(p.metadata_sent.items()):
+        if ctx.now > sent_ms + p.settings.request_timeout_ms:
+            del p.metadata_sent[peer]
+            if p.connections.ready(peer):
+                disconnect(p, ctx, peer)
+
+
+def connection_ready(p: NetProducer, ctx: Context, leader: int) -> bool:
+    """Sender.sendProducerData drains only nodes whose connection is ready; one that is not is
+    connected again after reconnect.backoff.ms, and given up after
+    socket.connection.setup.timeout.ms."""
+    if p.connections.ready(leader):
+        return True
+    wait = p.connections.maybe_connect(ctx, leader, p.settings.reconnect_backoff_ms)
+    if wait is not None:
+        p._set_timer(ctx, f"reconnect:{leader}", wait)
+    elif p.connections.connecting(leader):
+        setup_ms = p.settings.socket_connection_setup_timeout_ms
+        since = p.connections.state[leader][1]
+        p._set_timer(ctx, f"connection_setup:{leader}", since + setup_ms - ctx.now)
+    return False
