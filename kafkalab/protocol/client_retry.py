@@ -83,9 +83,10 @@ def behind_in_sequence(p: RetryProducer, batch: Any) -> bool:
     request count to 1"."""
     if batch.attempts == 0 or batch.sequence < 0 or batch.producer_id != p.producer_id:
         return False
+    sequence: int = batch.sequence
     earlier = (
         b.sequence
         for b in [*p.inflight.values(), *p.queue]
         if b.tp == batch.tp and b.attempts > 0 and b.producer_id == p.producer_id
     )
-    return min(earlier, default=batch.sequence) < batch.sequence
+    return bool(min(earlier, default=sequence) < sequence)

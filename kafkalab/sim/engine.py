@@ -144,7 +144,7 @@ class Simulation:
         self._net_bits = self._net_rng.getrandbits
         self.loss_rate = loss_rate  # the chance that a message between two hosts is lost
         self._loss_rng = self.stream("loss")
-        self._last_arrival: dict[tuple[Any, Any], int] = {}
+        self._last_arrival: dict[tuple[Any, Any, str], int] = {}  # per connection
         self.bandwidth: dict[frozenset[Any], float] = {}  # bytes per ms of a throttled link
         self._link_free: dict[tuple[Any, Any], int] = {}  # when a link has sent what it holds
         self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
