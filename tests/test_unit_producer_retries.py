@@ -242,3 +242,16 @@ def test_a_connection_over_a_cut_link_waits_for_its_setup_timeout(preset: str, s
     assert gave_up[0] == 1001, "the request timeout closes the connection"
     # the retry backoff (100 ms) passes before the batch asks for its node; then the setup timeout
     assert gave_up[1] == 1001 + 100 + setup_ms
+
+
+def test_retry_backoff_max_ms_is_refused_before_3_7() -> None:
+    """ProducerConfig gained retry.backoff.max.ms with KIP-580 (3.7.0): an older preset refuses
+    it, naming the release that brought it."""
+    from kafkalab import ActionError
+
+    c = Cluster(brokers=1, config={"preset": "3.6"})
+    with pytest.raises(ActionError, match=r"retry.backoff.max.ms is not allowed with preset 3.6"):
+        c.producer("p", **{"retry.backoff.max.ms": 500})
+    newer = Cluster(brokers=1, config={"preset": "3.7"})
+    newer.producer("p", **{"retry.backoff.max.ms": 500})
+    assert newer.sim.actors["p"].settings.retry_backoff_max_ms == 500
