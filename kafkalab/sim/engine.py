@@ -20,8 +20,9 @@ breaks its connection, and everything sent on it after that is lost too, in both
 until the connection is set up again. A client (an actor with ``manages_connections``) does that
 itself: it closes the connection (:meth:`Context.disconnect`, on its request timeout) and opens
 a new one (:class:`Connect`). Between actors that do not manage connections (brokers,
-controllers, consumers) the next message sent at a later time opens a new connection: each of
-them sends again on its own timers, as Kafka's would after its request timeout. Messages sent
+controllers, consumers) a message sent by a later handler (a timer, another message, a step)
+opens a new connection: each of them sends again on its own, as Kafka's would after its request
+timeout; what the same handler sent after the lost message is lost with it. Messages sent
 ``hold`` (the controller's channel retries) and ZooKeeper's sessions never break.
 
 When a process dies on a host that stays up, the host resets its connections: the actors that
@@ -157,8 +158,9 @@ class Simulation:
         # addresses whose process died on a host that is still up: it resets their connections
         self.refusing: set[Any] = set()
         # broken connections: for each, the stretches of send sequence numbers [lo, hi) whose
-        # messages are lost (hi None: still broken), and when it broke
+        # messages are lost (hi None: still broken), and the handler run in which it broke
         self._broken: dict[tuple[Any, ...], list[list[Any]]] = {}
+        self._handler_runs = 0  # every handler run (a delivery, a timer, a command) counts
         # a client's connections whose request the broker is handling: what arrives meanwhile
         # waits, in order (src, dst, channel) -> deliveries
         self._muted: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
@@ -223,6 +225,7 @@ class Simulation:
         self._run_handler(address, self.actors[address].handle, "local", msg)
 
     def _run_handler(self, address: Any, handler: Callable[..., None], *args: Any) -> None:
+        self._handler_runs += 1
         ctx = Context(self.now, address)
         handler(ctx, *args)
         self._apply(address, ctx)
@@ -308,12 +311,12 @@ class Simulation:
         too, until it is set up again."""
         stretches = self._broken.setdefault(_conn_key(src, dst, msg), [])
         if not stretches or stretches[-1][1] is not None:
-            stretches.append([from_seq, None, self.now])
+            stretches.append([from_seq, None, self._handler_runs])
 
     def _lost_on_broken(self, src: Any, dst: Any, msg: Any, seq: int | None) -> bool:
         """Whether ``msg`` (sent with sequence ``seq``; None: being sent now) went on a broken
         connection. A connection between two actors that do not manage their connections is set
-        up again by a message sent after it broke."""
+        up again by a message a later handler run sends."""
         stretches = self._broken.get(_conn_key(src, dst, msg))
         if not stretches or isinstance(msg, Connect | Connected | ConnectionClosed):
             return False
@@ -321,7 +324,8 @@ class Simulation:
             last = stretches[-1]
             if last[1] is not None:
                 return False
-            if self.now > last[2] and not self._manages(src) and not self._manages(dst):
+            later = self._handler_runs != last[2]
+            if later and not self._manages(src) and not self._manages(dst):
                 last[1] = self._seq + 1
                 return False
             return True
@@ -558,6 +562,7 @@ class Simulation:
                     self._muted.setdefault((src, dst, channel(msg)), [])
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
+                self._handler_runs += 1
                 ctx = Context(self.now, dst)  # _run_handler, without its argument tuples
                 actor.handle(ctx, src, msg)
                 self._apply(dst, ctx)
@@ -565,6 +570,7 @@ class Simulation:
             _, _, _, address, inc, name, data = entry
             actor = self.actors.get(address)
             if actor is not None and self.incarnation[address] == inc:
+                self._handler_runs += 1
                 ctx = Context(self.now, address)
                 actor.on_timer(ctx, name, data)
                 self._apply(address, ctx)
