@@ -49,6 +49,9 @@ from kafkalab.sim.trace import Event, Trace
 __all__ = ["Simulation", "channel", "collector_paused", "draw_between"]
 
 _DELIVER, _TIMER, _CALL = 0, 1, 2
+# A delivery's last field: True (sent with hold), False, or one of these marks
+_DOOMED = "doomed"  # sent on a connection that broke before it arrived
+_PASS = "pass"  # the request a muted connection reads next
 CLIENT_HOST = "client"  # the host every client (producer, consumer) runs on
 
 # The named channels between two actors; every other message goes on "requests" (a client's
@@ -157,14 +160,12 @@ class Simulation:
         self._deferred: dict[Any, list[tuple[Any, ...]]] = {}
         # addresses whose process died on a host that is still up: it resets their connections
         self.refusing: set[Any] = set()
-        # broken connections: for each, the stretches of send sequence numbers [lo, hi) whose
-        # messages are lost (hi None: still broken), and the handler run in which it broke
-        self._broken: dict[tuple[Any, ...], list[list[Any]]] = {}
-        self._handler_runs = 0  # every handler run (a delivery, a timer, a command) counts
+        # broken connections, and those that broke during the handler running now
+        self._broken: set[tuple[Any, ...]] = set()
+        self._broken_now: set[tuple[Any, ...]] = set()
         # a client's connections whose request the broker is handling: what arrives meanwhile
-        # waits, in order (src, dst, channel) -> deliveries
+        # waits, in order: (src, dst, channel) -> deliveries (without time and sequence)
         self._muted: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-        self._passing: set[int] = set()  # released from a muted connection: read now
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -225,7 +226,8 @@ class Simulation:
         self._run_handler(address, self.actors[address].handle, "local", msg)
 
     def _run_handler(self, address: Any, handler: Callable[..., None], *args: Any) -> None:
-        self._handler_runs += 1
+        if self._broken_now:
+            self._broken_now.clear()
         ctx = Context(self.now, address)
         handler(ctx, *args)
         self._apply(address, ctx)
@@ -299,37 +301,36 @@ class Simulation:
 
     # ---- connections -------------------------------------------------------------------------
 
-    def _breaks(self, src: Any, dst: Any, msg: Any, hold: bool) -> bool:
+    def _breaks(self, src: Any, dst: Any, msg: Any, hold: Any) -> bool:
         """Whether losing ``msg`` breaks its connection (not the controller's retried channel,
         not ZooKeeper's sessions, not a connection attempt)."""
-        if hold or isinstance(msg, Connect | Connected | ConnectionClosed):
+        if hold is True or isinstance(msg, Connect | Connected | ConnectionClosed):
             return False
         return "zk" not in (self.hosts.get(src, src), self.hosts.get(dst, dst))
 
-    def _break(self, src: Any, dst: Any, msg: Any, from_seq: int) -> None:
-        """A message of the connection was lost: what was sent on it from ``from_seq`` on is lost
-        too, until it is set up again."""
-        stretches = self._broken.setdefault(_conn_key(src, dst, msg), [])
-        if not stretches or stretches[-1][1] is not None:
-            stretches.append([from_seq, None, self._handler_runs])
+    def _break(self, src: Any, dst: Any, msg: Any, after_seq: int | None = None) -> None:
+        """A message of the connection was lost: it is broken until it is set up again. With
+        ``after_seq`` (lost in flight), what was sent on it after the lost message is lost too."""
+        key = _conn_key(src, dst, msg)
+        self._broken.add(key)
+        self._broken_now.add(key)
+        if after_seq is None:
+            return
+        for entries in (self._heap, *self._deferred.values()):
+            for i, e in enumerate(entries):
+                if e[2] == _DELIVER and e[1] > after_seq and _conn_key(e[3], e[4], e[5]) == key:
+                    entries[i] = (*e[:7], _DOOMED)  # same time and sequence: the heap holds
 
-    def _lost_on_broken(self, src: Any, dst: Any, msg: Any, seq: int | None) -> bool:
-        """Whether ``msg`` (sent with sequence ``seq``; None: being sent now) went on a broken
-        connection. A connection between two actors that do not manage their connections is set
-        up again by a message a later handler run sends."""
-        stretches = self._broken.get(_conn_key(src, dst, msg))
-        if not stretches or isinstance(msg, Connect | Connected | ConnectionClosed):
+    def _on_broken(self, src: Any, dst: Any, msg: Any) -> bool:
+        """Whether ``msg``, being sent, goes on a broken connection. Between two actors that do
+        not manage their connections, a later handler run sets it up again."""
+        key = _conn_key(src, dst, msg)
+        if key not in self._broken or isinstance(msg, Connect | Connected | ConnectionClosed):
             return False
-        if seq is None:
-            last = stretches[-1]
-            if last[1] is not None:
-                return False
-            later = self._handler_runs != last[2]
-            if later and not self._manages(src) and not self._manages(dst):
-                last[1] = self._seq + 1
-                return False
+        if key in self._broken_now or self._manages(src) or self._manages(dst):
             return True
-        return any(lo <= seq and (hi is None or seq < hi) for lo, hi, _ in stretches)
+        self._broken.discard(key)
+        return False
 
     def _manages(self, address: Any) -> bool:
         return bool(getattr(self.actors.get(address), "manages_connections", False))
@@ -337,9 +338,8 @@ class Simulation:
     def _reconnect(self, address: Any, peer: Any) -> None:
         """``address`` closed its connections to ``peer``: the next message opens a new one, and
         what the broker had not read from the old one is lost."""
-        for key, stretches in self._broken.items():
-            if {key[0], key[1]} == {address, peer} and stretches[-1][1] is None:
-                stretches[-1][1] = self._seq + 1
+        for key in [k for k in self._broken if {k[0], k[1]} == {address, peer}]:
+            self._broken.discard(key)
         for key in [k for k in self._muted if k[0] == address and k[1] == peer]:
             self._release(key, "connection_closed")
 
@@ -361,25 +361,23 @@ class Simulation:
             del self._muted[key]
             return
         self._seq += 1
-        self._passing.add(self._seq)
-        heapq.heappush(self._heap, (self.now, self._seq, *waiting.pop(0)[2:]))
+        heapq.heappush(self._heap, (self.now, self._seq, *waiting.pop(0)[:5], _PASS))
 
     def _wait_unread(self, entry: tuple[Any, ...]) -> bool:
         """Whether the delivery ``entry`` waits on its muted connection (it does unless it was
         just released from there)."""
-        if entry[1] in self._passing:
-            self._passing.discard(entry[1])
+        if entry[7] == _PASS:
             return False
         waiting = self._muted.get((entry[3], entry[4], channel(entry[5])))
         if waiting is None:
             return False
-        waiting.append(entry)
+        waiting.append(entry[2:])
         return True
 
     def _release(self, key: tuple[Any, ...], reason: str) -> None:
         """Unmute ``key`` and drop what waited on it."""
         for entry in self._muted.pop(key, []):
-            self.record("drop", entry[3], {"dst": entry[4], "msg": entry[5], "reason": reason})
+            self.record("drop", entry[1], {"dst": entry[2], "msg": entry[3], "reason": reason})
 
     def add_rule(
         self,
@@ -399,7 +397,7 @@ class Simulation:
     def send(self, src: Any, dst: Any, msg: Any, hold: bool = False) -> None:
         if self._muted:
             self._unmute(src, dst, msg)
-        if self._broken and self._lost_on_broken(src, dst, msg, None):
+        if self._broken and self._on_broken(src, dst, msg):
             self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
             return
         if self.cut and not self.link_up(src, dst):
@@ -438,7 +436,7 @@ class Simulation:
         """``msg`` is lost as it is sent: its connection breaks from here on."""
         self.record("drop", src, {"dst": dst, "msg": msg, "reason": reason})
         if self._breaks(src, dst, msg, False):
-            self._break(src, dst, msg, self._seq)
+            self._break(src, dst, msg)
 
     def _deliver_later(
         self, src: Any, dst: Any, msg: Any, inc: int, hold: bool, extra: int = 0
@@ -524,8 +522,6 @@ class Simulation:
         self.paused.discard(host)
         for entry in self._deferred.pop(host, []):
             self._seq += 1
-            if entry[1] in self._passing:  # released from a muted connection: still first
-                self._passing.add(self._seq)
             heapq.heappush(self._heap, (self.now, self._seq, *entry[2:]))
 
     def _dispatch(self, entry: tuple[Any, ...]) -> None:
@@ -537,14 +533,15 @@ class Simulation:
                 self._deferred.setdefault(host, []).append(entry)
                 return
         if kind == _DELIVER:
-            _, seq, _, src, dst, msg, inc, hold = entry
+            _, seq, _, src, dst, msg, inc, mark = entry
+            hold = mark is True
             actor = self.actors.get(dst)
             if actor is None and dst in self.refusing and self._refused(src, dst):
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "refused"})
                 self._connection_closed(dst, src, True)
             elif actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
-            elif self._broken and self._lost_on_broken(src, dst, msg, seq):
+            elif mark == _DOOMED:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
             elif self.cut and not self.link_up(src, dst):
                 if hold:
@@ -562,7 +559,8 @@ class Simulation:
                     self._muted.setdefault((src, dst, channel(msg)), [])
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
-                self._handler_runs += 1
+                if self._broken_now:
+                    self._broken_now.clear()
                 ctx = Context(self.now, dst)  # _run_handler, without its argument tuples
                 actor.handle(ctx, src, msg)
                 self._apply(dst, ctx)
@@ -570,7 +568,8 @@ class Simulation:
             _, _, _, address, inc, name, data = entry
             actor = self.actors.get(address)
             if actor is not None and self.incarnation[address] == inc:
-                self._handler_runs += 1
+                if self._broken_now:
+                    self._broken_now.clear()
                 ctx = Context(self.now, address)
                 actor.on_timer(ctx, name, data)
                 self._apply(address, ctx)
