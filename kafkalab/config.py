@@ -176,6 +176,18 @@ class Config:
     # raised that code as ProducerFencedException wherever it came from: fatal, the producer
     # (idempotent or transactional) can only be closed.
     invalid_producer_epoch_abortable: bool = True
+    # 2.7 (KIP-601, KAFKA-9893): a client gives up a connection that is not set up within
+    # socket.connection.setup.timeout.ms (10 s). Before, only the operating system's connect
+    # timeout ended it: kafkalab takes Linux's, about 127 s (tcp_syn_retries = 6: 1 + 2 + ... +
+    # 64 s), the figure KIP-601 also took for socket.connection.setup.timeout.max.ms.
+    socket_connection_setup_timeout_ms: int = 10000
+    # 3.7 (KIP-580, KAFKA-9800): the producer's wait before retrying a batch doubles with each
+    # attempt, retry.backoff.ms x 2^(attempts - 1) with 20 % random jitter, up to
+    # retry.backoff.max.ms (1000 ms); before, it was retry.backoff.ms every time.
+    retry_backoff_exponential: bool = True
+    # 3.6.1 / 3.7.0 (KAFKA-15415): a retried batch whose partition has a new leader is sent at
+    # once, without the retry backoff (RecordAccumulator.shouldBackoff); before, it waited too.
+    retry_backoff_skips_new_leader: bool = True
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
@@ -414,6 +426,7 @@ def _validate(c: Config) -> None:
         "controller_quorum_fetch_timeout_ms",
         "transaction_abort_timed_out_transaction_cleanup_interval_ms",
         "unclean_leader_election_interval_ms",
+        "socket_connection_setup_timeout_ms",
     ):
         value = getattr(c, name)
         if value < 1:

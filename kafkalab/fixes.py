@@ -530,6 +530,33 @@ FIXES: tuple[Fix, ...] = (
         commit="6da70f9b95d",
     ),
     Fix(
+        "retry_backoff_exponential",
+        zh="指数重试退避",
+        meaning=(
+            "3.7 (KIP-580, KAFKA-9800): the producer's wait before a retry doubles with each "
+            "attempt, with ±20 % jitter, up to `retry.backoff.max.ms`; off (before 3.7), every "
+            "retry waits `retry.backoff.ms`."
+        ),
+        on="3.7",
+        release="3.7.0",
+        ticket="KAFKA-9800",
+        kip="KIP-580",
+        commit="b49013b73ef",
+    ),
+    Fix(
+        "retry_backoff_skips_new_leader",
+        zh="新领导者跳过重试退避",
+        meaning=(
+            "3.6.1 and 3.7 (KAFKA-15415): a retry whose partition has a new leader since its last "
+            "attempt is sent at once; off (before), it waits its backoff too."
+        ),
+        on="3.6",
+        release="3.6.1",
+        ticket="KAFKA-15415",
+        commit="69a5f14b523",
+        evidence={"3.6": "KAFKA-15415 69a5f14b523 (3.6.1), d817b1b5900 (3.7.0)"},
+    ),
+    Fix(
         "kip360",
         zh="启用 KIP-360",
         meaning=(
@@ -785,6 +812,12 @@ SETTING_STEPS: tuple[tuple[str, str, Any, str], ...] = (
     ("0.8", "zookeeper_session_timeout_ms", 6000, "ZkUtils (ZKConfig) 0.8.2.2"),
     (
         "0.8",
+        "socket_connection_setup_timeout_ms",
+        127000,
+        "the operating system's connect timeout (Linux, 6 SYN retries); KIP-601 from 2.7.0",
+    ),
+    (
+        "0.8",
         "replica_fetch_backoff_ms",
         0,
         "AbstractFetcherThread 0.8.2.2 (no back-off); KAFKA-1461 from 0.9.0.0",
@@ -800,6 +833,7 @@ SETTING_STEPS: tuple[tuple[str, str, Any, str], ...] = (
         10000,
         "KAFKA-9417 a017dcbd3e7 (2.5.0)",
     ),
+    ("2.7", "socket_connection_setup_timeout_ms", 10000, "KAFKA-9893 55b5b248cd0 (2.7.0)"),
     (
         "3.0",
         "enable_idempotence",

@@ -987,7 +987,8 @@ def test_a_transactional_producer_with_an_unresolved_partition(
     sequences start from 0 and it commits."""
     c = _a_lost_retried_batch(preset, transactional_id="tx")
     c.abort("p")
-    c.advance(500)
+    # B, sent on the connection A's loss broke, is resent after its request timeout closes it
+    c.advance(1500)
     c.begin("p")
     c.produce("C", producer="p")
     c.commit("p")

@@ -28,6 +28,7 @@ from tests import (
     test_txn_offset_fetch,
     test_unit_controller,
     test_unit_fetch_truncation,
+    test_unit_producer_retries,
     test_zk_registration,
 )
 
@@ -172,6 +173,13 @@ FLIPS: dict[str, tuple[Flip, ...]] = {
         Flip(test_unit_controller.isr_after_a_fast_bounce, name="isr_after_a_fast_bounce"),
     ),
     "kip360": (catalog("txn-hanging-transaction"),),
+    "retry_backoff_exponential": (catalog("retry-reorder"),),
+    "retry_backoff_skips_new_leader": (
+        Flip(
+            test_unit_producer_retries.resend_time_to_a_new_leader,
+            name="resend_time_to_a_new_leader",
+        ),
+    ),
     "kraft_elect_leaders": (
         Flip(test_elect_leaders.unclean_request, {"controller_mode": "kraft"}, "unclean_request"),
     ),

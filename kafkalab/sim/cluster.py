@@ -194,10 +194,10 @@ class Cluster:
         client with stale metadata, still talking to a replaced leader). ``producer_id``,
         ``producer_epoch`` and ``sequence`` make the batch an idempotent producer's (what its
         client would send; a retry is the same batch sent again). ``response`` "lost": the leader
-        handles the request but its answer never arrives; ``request`` "lost": the request never
-        arrives; "delayed" (a named client's request only): it arrives ``delay_ms`` later. With
-        ``producer`` naming a client made by :meth:`producer`, that client sends (and retries)
-        the batch with its own settings. Returns the values sent."""
+        handles the request but its answer never arrives (nor what follows on that connection,
+        until it is set up again); ``request`` "lost": it never arrives; "delayed" (a named
+        client's only): it arrives ``delay_ms`` later. With ``producer`` naming a client made by
+        :meth:`producer`, that client sends (and retries) the batch. Returns the values sent."""
         return self._client_steps.produce(
             value,
             values,

@@ -86,6 +86,10 @@ EVENT_KINDS: dict[str, str] = {
     "duplicate": "a leader recognised an idempotent batch it already has (producer_id, first)",
     "produce_rejected": "a leader refused an idempotent batch (error, producer_id, sequence)",
     "produce_retry": "a producer client will send a batch again (error, attempt)",
+    "client_disconnect": (
+        "a producer client closed its connection to a broker (request timeout, a reset), or gave "
+        "up setting one up (node)"
+    ),
     "marker_rejected": "a leader refused a transaction marker (error: a stale producer or "
     "coordinator epoch)",
     "alter_isr_failed": "the controller refused a leader's ISR change (error)",
