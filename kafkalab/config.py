@@ -3,7 +3,9 @@
 A :class:`Config` is frozen and validated when it is made. Keys are Kafka's own
 (``min.insync.replicas``); dots and underscores are interchangeable. The switches that are not
 Kafka settings (``leader_epochs``, ``kip279`` ...) turn a historical fix on or off, so a lesson can
-show what went wrong before it.
+show what went wrong before it. Each fix is declared once in :mod:`kafkalab.fixes` (its releases,
+JIRA or KIP, commit, and the fixes it builds on): the presets are derived from it, and a fix
+switched off also switches off the fixes that need it (:func:`implied_switches` says which).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from kafkalab.errors import ConfigError, did_you_mean
+from kafkalab.fixes import check_needs, implied_off, preset_steps, resolve
 
 # What one record weighs on the wire and on disk. The simulator's values are short names
 # ("m1"), so every record counts as 100 bytes (value, key, headers and its share of the batch
@@ -22,7 +25,7 @@ from kafkalab.errors import ConfigError, did_you_mean
 # are measured in, and segment.bytes and retention.bytes.
 RECORD_BYTES = 100
 
-__all__ = ["PRESETS", "Config", "make_config", "normalize_key"]
+__all__ = ["PRESETS", "Config", "implied_switches", "make_config", "normalize_key"]
 
 ACKS_ALLOWED = ("0", "1", "all", "-1")
 CONTROLLER_MODES = ("dedicated", "zk", "kraft")
@@ -173,6 +176,18 @@ class Config:
     # raised that code as ProducerFencedException wherever it came from: fatal, the producer
     # (idempotent or transactional) can only be closed.
     invalid_producer_epoch_abortable: bool = True
+    # 2.7 (KIP-601, KAFKA-9893): a client gives up a connection that is not set up within
+    # socket.connection.setup.timeout.ms (10 s). Before, only the operating system's connect
+    # timeout ended it: kafkalab takes Linux's, about 127 s (tcp_syn_retries = 6: 1 + 2 + ... +
+    # 64 s), the figure KIP-601 also took for socket.connection.setup.timeout.max.ms.
+    socket_connection_setup_timeout_ms: int = 10000
+    # 3.7 (KIP-580, KAFKA-9800): the producer's wait before retrying a batch doubles with each
+    # attempt, retry.backoff.ms x 2^(attempts - 1) with 20 % random jitter, up to
+    # retry.backoff.max.ms (1000 ms); before, it was retry.backoff.ms every time.
+    retry_backoff_exponential: bool = True
+    # 3.6.1 / 3.7.0 (KAFKA-15415): a retried batch whose partition has a new leader is sent at
+    # once, without the retry backoff (RecordAccumulator.shouldBackoff); before, it waited too.
+    retry_backoff_skips_new_leader: bool = True
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 300000  # leader.imbalance.check.interval.seconds
@@ -222,8 +237,17 @@ class Config:
     # earlier preset (3.7 to 3.9 gated it behind a metadata version above their production one).
     eligible_leader_replicas_enable: bool = False
     # 3.9 (KAFKA-12670): a KRaft controller reads unclean.leader.election.enable; from 2.8 to
-    # 3.8 it never elected an out-of-sync replica, whatever the setting.
+    # 3.8 it ignored the setting (read as false), so only an operator's unclean ElectLeaders
+    # request (from 3.1, `kraft_elect_leaders`) elected an out-of-sync replica.
     kraft_unclean_election: bool = True
+    # 3.1 (KAFKA-13162): a KRaft broker forwards ElectLeaders to the controller, which runs the
+    # election type asked for; in 2.8 and 3.0 the broker answered UNSUPPORTED_VERSION itself
+    # (not supported with a Raft metadata quorum) and nothing was elected, preferred or unclean.
+    kraft_elect_leaders: bool = True
+    # 2.4 (KIP-460): ElectLeaders takes an election type, so an operator can ask for an unclean
+    # election of leaderless partitions (kafka-leader-election.sh --election-type unclean);
+    # before, an operator could ask only for preferred-replica elections.
+    elect_leaders_unclean: bool = True
     # 3.9 (KAFKA-12670): how often a KRaft controller looks for leaderless partitions that unclean
     # election (turned on later) may now give a leader; Kafka's internal setting.
     unclean_leader_election_interval_ms: int = 300000
@@ -259,6 +283,7 @@ class Config:
 
     def __post_init__(self) -> None:
         _validate(self)
+        check_needs(vars(self))  # a fix on whose need is off: a combination Kafka never shipped
 
     @property
     def acks_value(self) -> int:
@@ -266,8 +291,12 @@ class Config:
         return -1 if self.acks in ("all", "-1") else int(self.acks)
 
     def replace(self, **changes: Any) -> Config:
-        """A copy with some settings changed (validated again)."""
-        return make_config({**self.as_dict(), **changes})
+        """A copy with some settings changed (validated again); a fix switched off here also
+        switches off the fixes that need it (kafkalab.fixes)."""
+        explicit = {normalize_key(key): value for key, value in changes.items()}
+        if "preset" in explicit:
+            return make_config({**self.as_dict(), **explicit})
+        return _build(self.as_dict(), explicit, self.preset)[0]
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as a plain dict with underscore keys."""
@@ -275,171 +304,14 @@ class Config:
 
 
 _FIELDS = {f.name: f for f in fields(Config)}
+_DEFAULTS = {f.name: f.default for f in fields(Config)}
 
 # The switches each Kafka release turned on or changed; later presets build on earlier ones.
 # A preset "X.Y" is the last release of that line (0.8 is 0.8.2.2, 0.10 is 0.10.2.2, 2.0 is
-# 2.0.1, 3.0 is 3.0.2): the fixes a line received are in it. docs/sources.md lists the evidence.
-_PRESET_STEPS: list[tuple[str, dict[str, Any]]] = [
-    (
-        "0.8",
-        dict(
-            leader_epochs=False,
-            kip279=False,
-            kip320=False,
-            truncate_after_missed_epoch=False,
-            truncation_on_fetch=False,
-            diverging_fetch_skips_hw=False,
-            broker_epoch=False,
-            hw_freeze_under_min_isr=False,
-            hw_includes_caught_up_followers=False,
-            kafka_15021=False,
-            lag_time_from_caught_up=False,
-            isr_check_half_lag=False,
-            caught_up_from_previous_fetch=False,
-            isr_keeps_follower_at_leo=False,
-            isr_keeps_last_member=False,
-            reset_fetch_time_by_isr=False,
-            make_leader_resets_caught_up=False,
-            reelected_leader_forgets_leos=True,
-            reset_followers_only_on_new_epoch=False,
-            isr_join_after_epoch_start=False,
-            isr_join_only_eligible=False,
-            transaction_abort_timed_out_transaction_cleanup_interval_ms=60000,
-            controller_failover_offlines_replicas=False,
-            alter_isr=False,
-            isr_change_propagation=False,
-            zk_writes_fenced_by_controller_epoch=False,
-            zk_registration_waits_for_old_session=True,
-            leader_epoch_on_election=False,
-            out_of_range_halts=True,
-            controlled_shutdown_backoff_after_last_attempt=True,
-            enable_idempotence=False,
-            acks="1",  # the Java producer's default until 3.0
-            kip360=False,
-            invalid_producer_epoch_abortable=False,
-            idempotence_five_in_flight=False,
-            unknown_producer_id_error=False,
-            transaction_partition_verification_enable=False,
-            offset_fetch_require_stable=False,
-            unclean_leader_election_enable=True,
-            replica_lag_time_max_ms=10000,
-            replica_lag_max_messages=4000,
-            zookeeper_session_timeout_ms=6000,
-            replica_fetch_backoff_ms=0,  # no back-off before KAFKA-1461
-            retention_bounded_by_hw=False,
-            append_completes_fetches_after_hw=False,
-            hw_floor_at_log_start=False,
-            kip107=False,
-            kraft_unclean_election=False,
-            kraft_check_quorum=False,
-            kraft_leader_balancing=False,
-        ),
-    ),
-    # KAFKA-1546: one rule, the time since the follower last caught up; KAFKA-2721;
-    # KAFKA-1367: ISR changes reach the controller through /isr_change_notification;
-    # KAFKA-1461: the replica fetcher backs off after an error;
-    # KAFKA-1387: a broker restarted inside its old session aborts start-up instead of waiting
-    (
-        "0.9",
-        dict(
-            replica_lag_max_messages=None,
-            lag_time_from_caught_up=True,
-            isr_change_propagation=True,
-            replica_fetch_backoff_ms=1000,
-            reelected_leader_forgets_leos=False,
-            zk_registration_waits_for_old_session=False,  # KAFKA-1387
-        ),
-    ),
-    # 0.10.2 (KAFKA-4485)
-    (
-        "0.10",
-        dict(
-            hw_includes_caught_up_followers=True,
-            isr_check_half_lag=True,
-            caught_up_from_previous_fetch=True,
-            make_leader_resets_caught_up=True,
-        ),
-    ),
-    # KIP-101, KIP-106, KIP-107; KAFKA-5634 (0.11.0.1)
-    (
-        "0.11",
-        dict(
-            leader_epochs=True,
-            unclean_leader_election_enable=False,
-            kip107=True,
-            retention_bounded_by_hw=True,
-        ),
-    ),
-    # KAFKA-5494, KAFKA-5793
-    ("1.0", dict(idempotence_five_in_flight=True, unknown_producer_id_error=True)),
-    ("1.1", dict(isr_keeps_last_member=True)),  # KAFKA-5642
-    # 2.0.1
-    (
-        "2.0",
-        dict(
-            kip279=True,
-            truncate_after_missed_epoch=True,
-            leader_epoch_on_election=True,
-            out_of_range_halts=False,
-            isr_join_after_epoch_start=True,
-        ),
-    ),
-    # KIP-320; KAFKA-6082; KAFKA-7152; KAFKA-7697 (2.1.1)
-    (
-        "2.1",
-        dict(
-            kip320=True,
-            zk_writes_fenced_by_controller_epoch=True,
-            isr_keeps_follower_at_leo=True,
-            append_completes_fetches_after_hw=True,
-        ),
-    ),
-    ("2.2", dict(broker_epoch=True)),  # KIP-380
-    ("2.3", dict(controller_failover_offlines_replicas=True)),  # KAFKA-3143
-    # KAFKA-8443; 7a7d4cb5819
-    ("2.4", dict(follower_fetch_completes_on_hw_change=True, hw_floor_at_log_start=True)),
-    # KIP-537 (defaults), KIP-360, KAFKA-9417
-    (
-        "2.5",
-        dict(
-            replica_lag_time_max_ms=30000,
-            zookeeper_session_timeout_ms=18000,
-            kip360=True,
-            transaction_abort_timed_out_transaction_cleanup_interval_ms=10000,
-            offset_fetch_require_stable=True,  # KIP-447
-        ),
-    ),
-    ("2.6", dict(follower_fetch_completes_on_hw_change=False)),  # KAFKA-9731
-    ("2.7", dict(alter_isr=True, invalid_producer_epoch_abortable=True)),  # KIP-497; KIP-588
-    # KIP-679: acks=all and idempotence by default (applied from 3.0.1, KAFKA-13598);
-    # truncation through Fetch (KAFKA-10554, 2.8.0; KAFKA-13141, 2.8.1)
-    ("3.0", dict(enable_idempotence=True, acks="all", truncation_on_fetch=True)),
-    # a5f7c82a867; KAFKA-13916; KAFKA-13790; no back-off after the last controlled shutdown
-    # attempt (3.1)
-    (
-        "3.3",
-        dict(
-            reset_fetch_time_by_isr=True,
-            reset_followers_only_on_new_epoch=True,
-            isr_join_only_eligible=True,
-            controlled_shutdown_backoff_after_last_attempt=False,
-            kraft_leader_balancing=True,  # KAFKA-13682 (3.2)
-        ),
-    ),
-    # KIP-890 part 1; KAFKA-15021; KAFKA-14704 (3.4.1)
-    (
-        "3.6",
-        dict(
-            transaction_partition_verification_enable=True,
-            kafka_15021=True,
-            diverging_fetch_skips_hw=True,
-        ),
-    ),
-    ("3.7", dict(hw_freeze_under_min_isr=True, kraft_check_quorum=True)),  # KAFKA-15583, 15489
-    # ZooKeeper removed; ELR available, off by default; transaction version 2 (KIP-890 part 2);
-    # unclean election in KRaft (KAFKA-12670, 3.9).
-    ("4.0", dict(controller_mode="kraft", transaction_version=2, kraft_unclean_election=True)),
-]
+# 2.0.1, 3.0 is 3.0.2): the fixes a line received are in it. They come from the declaration in
+# kafkalab.fixes (every fix's releases, and the settings whose defaults changed), which
+# docs/sources.md's switch and preset tables are generated from.
+_PRESET_STEPS: list[tuple[str, dict[str, Any]]] = preset_steps()
 
 
 def _build_presets() -> dict[str, dict[str, Any]]:
@@ -466,22 +338,46 @@ def normalize_key(key: str) -> str:
 
 def make_config(settings: Mapping[str, Any] | None = None, **overrides: Any) -> Config:
     """Build a :class:`Config` from Kafka-named settings; a ``preset`` key applies its switches
-    first, and every other key overrides them."""
+    first, and every other key overrides them. A fix switched off also switches off the fixes
+    that need it unless they are given too (kafkalab.fixes; :func:`implied_switches` says
+    which)."""
+    return _make(settings, overrides)[0]
+
+
+def implied_switches(settings: Mapping[str, Any] | None = None, **overrides: Any) -> list[str]:
+    """For a learner: one line per switch given false that turned off the fixes needing it
+    ("leader_epochs=false also turns off kip279, ..."); none when nothing was implied."""
+    return implied_off(_make(settings, overrides)[1])
+
+
+def _make(
+    settings: Mapping[str, Any] | None, overrides: Mapping[str, Any]
+) -> tuple[Config, dict[str, list[str]]]:
     merged: dict[str, Any] = {}
     for source in (settings or {}, overrides):
         for key, value in source.items():
             merged[normalize_key(key)] = value
-    preset = merged.get("preset")
+    preset = merged.pop("preset", None)
     base: dict[str, Any] = {}
     if preset is not None:
         preset = _coerce("preset", preset)
         if preset not in PRESETS:
             allowed = ", ".join(PRESETS)
             raise ConfigError(f"unknown preset {preset!r}: allowed presets are {allowed}")
-        base = dict(PRESETS[preset])
-        merged["preset"] = preset
-    base.update(merged)
-    return Config(**{k: _coerce(k, v) for k, v in base.items()})
+        base = {**PRESETS[preset], "preset": preset}
+    return _build(base, merged, preset)
+
+
+def _build(
+    base: Mapping[str, Any], explicit: Mapping[str, Any], preset: str | None
+) -> tuple[Config, dict[str, list[str]]]:
+    """``base`` (a preset's settings) with the ``explicit`` ones over it, and every fix whose
+    need is off turned off too."""
+    values = {k: _coerce(k, v) for k, v in {**base, **explicit}.items()}
+    full = {**_DEFAULTS, **values}
+    resolved, implied = resolve(full, explicit, preset)
+    values.update({k: v for k, v in resolved.items() if v != full[k]})
+    return Config(**values), implied
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -530,6 +426,7 @@ def _validate(c: Config) -> None:
         "controller_quorum_fetch_timeout_ms",
         "transaction_abort_timed_out_transaction_cleanup_interval_ms",
         "unclean_leader_election_interval_ms",
+        "socket_connection_setup_timeout_ms",
     ):
         value = getattr(c, name)
         if value < 1:

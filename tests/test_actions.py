@@ -145,7 +145,7 @@ def test_a_new_step_kind_reaches_parsing_replay_the_explorer_and_the_readme(
         ("throttle: [1, 2]", "give two nodes and megabytes per second"),
         ("partition: [[1]]", "step 1 (partition): give two or more groups"),
         ("send_offsets: p1", "give the producer and a consumer (or a group and offsets)"),
-        ("producer: {acks: 1}", "give settings with a name, like {name: c1}"),
+        ("producer: {acks: 1}", "give settings with a name, like {name: app1}"),
         ("advance: -5", "step 1 (advance): ms=-5 is not allowed: use a whole number >= 0"),
         ("delete_records: x", "offset='x' is not allowed: use a whole number >= -1"),
         ("alter_partition: maybe", "answer='maybe' is not allowed: use delayed, lost, refused"),

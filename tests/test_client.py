@@ -43,7 +43,9 @@ def _sweep(idempotence: bool, seeds: range) -> tuple[int, int, int, list[str]]:
 def test_idempotence_never_duplicates_or_reorders_under_loss_and_failovers() -> None:
     duplicates, out_of_order, acked, problems = _sweep(True, range(10))
     assert (duplicates, out_of_order, problems) == (0, 0, [])
-    assert acked > 1000, "the sweep must acknowledge enough records to mean something"
+    # a broker reads one request of a connection at a time (SocketServer's mute), so an acks=all
+    # request waiting for its followers holds the producer's next ones
+    assert acked > 500, "the sweep must acknowledge enough records to mean something"
 
 
 def test_without_idempotence_retries_duplicate_and_reorder() -> None:
@@ -52,10 +54,14 @@ def test_without_idempotence_retries_duplicate_and_reorder() -> None:
 
 
 def test_the_client_gets_a_producer_id_and_numbers_its_records() -> None:
+    """The broker reads "c" once it has answered ["a", "b"] (SocketServer mutes the connection
+    until the response is sent): the followers fetch, so that acks=all is answered."""
     c = Cluster(brokers=3, leader=1)
     c.producer("p")
     c.produce(values=["a", "b"], producer="p")
     c.produce("c", producer="p")
+    for follower in (2, 3, 2, 3):
+        c.fetch(follower)
     (pid_event,) = c.trace.of_kind("producer_id")
     assert pid_event.data["producer_epoch"] == 0
     records = c.sim.actors[1].partitions[c.tp].log.records
@@ -94,9 +100,10 @@ def test_delivery_timeout_ends_the_retries() -> None:
 
 
 def test_an_unanswered_request_fails_at_its_delivery_timeout_not_after() -> None:
-    """Sender.getExpiredInflightBatches: a batch still waiting for its answer when
-    delivery.timeout.ms has passed fails then, with a timeout, instead of a request timeout
-    later."""
+    """Sender.getExpiredInflightBatches: a batch waiting when delivery.timeout.ms has passed
+    fails then, with a timeout. Its request timed out first, at 1 s, which closed the connection
+    (NetworkClient.handleTimedOutRequests, 3.7.0); over the cut link the new connection stays
+    CONNECTING for socket.connection.setup.timeout.ms (10 s, KIP-601), so x is sent once."""
     c = Cluster(brokers=3, replication="auto")
     c.producer("p", **{"delivery.timeout.ms": 3500, "request.timeout.ms": 1000})
     c.disconnect("client", 1)  # every attempt to the leader goes unanswered
@@ -104,7 +111,11 @@ def test_an_unanswered_request_fails_at_its_delivery_timeout_not_after() -> None
     c.advance(5000)
     (result,) = c.trace.of_kind("produce_result")
     assert (result.time_ms, result.data["error"]) == (3500, "DELIVERY_TIMEOUT")
-    assert [e.data["error"] for e in c.trace.of_kind("produce_retry")] == ["REQUEST_TIMED_OUT"] * 3
+    assert [e.data["error"] for e in c.trace.of_kind("produce_retry")] == ["REQUEST_TIMED_OUT"]
+    assert [e.time_ms for e in c.trace.of_kind("produce")] == [0]
+    assert [(e.time_ms, e.data["node"]) for e in c.trace.of_kind("client_disconnect")] == [
+        (1001, 1)
+    ]
 
 
 def test_producer_settings_are_checked() -> None:
@@ -204,14 +215,17 @@ def _leader_dies_with_a_write_in_flight(power_loss: bool, producer: str | None) 
 
 def test_a_producer_retries_at_once_when_its_leaders_process_dies() -> None:
     """NetworkClient fails the request in flight at once (handleDisconnections): Sender completes
-    the batch as NETWORK_EXCEPTION, retriable, and sends it again after retry.backoff.ms (the
-    same from 0.8.2.2 to 3.6.0). After a power loss nothing breaks the connection: the retry
-    waits for request.timeout.ms (30 s after the send at 1.1 s)."""
+    the batch as NETWORK_EXCEPTION, retriable (the same from 0.8.2.2 to 3.6.0). Its next attempt
+    waits for a connection: the dead broker's host refuses every new one, and Sender drains
+    nothing for a node that is not ready, so the retry goes to broker 2 once the metadata names
+    it. After a power loss nothing breaks the connection: the retry waits for
+    request.timeout.ms (30 s after the send at 1.1 s)."""
     c = _leader_dies_with_a_write_in_flight(False, "p")
     first = c.trace.of_kind("produce_retry")[0]
     assert (first.data["error"], first.time_ms) == ("NETWORK_EXCEPTION", 2005)
     second = [e for e in c.trace.of_kind("produce") if e.data["attempt"] == 2][0]
-    assert second.time_ms == first.time_ms + 100, "retry.backoff.ms"
+    sends = [e for e in c.trace.of_kind("send") if e.node == "p" and e.time_ms >= second.time_ms]
+    assert type(sends[0].data["msg"]).__name__ == "ProduceRequest" and sends[0].data["dst"] == 2
     assert c.leader == 2 and c.report().acked == ["m1"]
     c = _leader_dies_with_a_write_in_flight(True, "p")
     first = c.trace.of_kind("produce_retry")[0]

@@ -145,6 +145,30 @@ def test_without_kraft_c1_is_no_node(mode: str) -> None:
         c.restart("c1")
 
 
+@pytest.mark.parametrize("kind", ["producer", "consumer"])
+@pytest.mark.parametrize("name", [*CONTROLLER_NODES, "active"])
+def test_in_kraft_mode_a_client_may_not_take_a_controller_node_name(kind: str, name: str) -> None:
+    """A KRaft controller node keeps its name while crashed (it restarts under it), so a client
+    under that name is refused, crashed node or not, with the reason and the names to avoid."""
+    c = _cluster("kraft")
+    c.crash("c1")
+    with pytest.raises(ActionError) as err:
+        getattr(c, kind)(name)
+    message = str(err.value)
+    assert f"{kind} name {name!r} is not allowed" in message
+    assert "name the KRaft controller nodes" in message
+    assert "other than c1, c2, c3, active" in message
+    c.restart("c1")
+
+
+@pytest.mark.parametrize("mode", ["dedicated", "zk"])
+def test_without_kraft_a_client_may_be_called_c1(mode: str) -> None:
+    c = _cluster(mode)
+    c.producer("c1")
+    c.consumer("c2")
+    assert {"c1", "c2"} <= set(c.sim.actors)
+
+
 # ---- partition state -------------------------------------------------------------------------
 
 

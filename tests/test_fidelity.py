@@ -7,6 +7,7 @@ rule with that switch on and off.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -139,15 +140,20 @@ def test_before_kafka_4485_a_follower_outside_the_isr_never_holds_the_hw(
     includes: bool, hw: int
 ) -> None:
     """Broker 3 is not live, so it cannot join the ISR; before 3.6 nothing checked that."""
-    config = make_config({"hw_includes_caught_up_followers": includes, "kafka_15021": False})
-    b = leader(config, metadata=m.UpdateMetadata(1, (1, 2)))
+    settings = {"hw_includes_caught_up_followers": includes, "kafka_15021": False}
+    assert hw_with_a_dead_caught_up_follower(settings) == hw
+
+
+def hw_with_a_dead_caught_up_follower(settings: Mapping[str, Any]) -> int:
+    """Broker 3, not live, catches up with m1 outside the ISR; the ISR holds m1 and m2."""
+    b = leader(make_config(settings), metadata=m.UpdateMetadata(1, (1, 2)))
     produce(b, "m1")
     fetch(b, 3, 0)
     fetch(b, 3, 1)
     produce(b, "m2")
     fetch(b, 2, 0)
     fetch(b, 2, 2)
-    assert b.partitions[TP].log.hw == hw
+    return b.partitions[TP].log.hw
 
 
 def test_every_new_leader_epoch_resets_the_view_of_each_follower() -> None:
@@ -163,11 +169,15 @@ def test_every_new_leader_epoch_resets_the_view_of_each_follower() -> None:
     assert remotes[3].leo == 1, "a re-elected leader keeps what it knows of the LEOs"
 
 
-def _isr_check_after_taking_over(preset: str, *, follower_3_fetches: bool) -> list[int] | None:
+def _isr_check_after_taking_over(
+    preset: str | Mapping[str, Any], *, follower_3_fetches: bool
+) -> list[int] | None:
     """Broker 1 follows broker 2 from T0, leads from T0 + 20 s (broker 2 died), and runs its
     ISR check before broker 3 has fetched from it (or, with
-    ``follower_3_fetches``, right after broker 3's first fetch). The ISR it asks for, if any."""
-    b = Broker(1, make_config({"preset": preset}), {TP: Disk()}, auto_fetch=False)
+    ``follower_3_fetches``, right after broker 3's first fetch). The ISR it asks for, if any.
+    ``preset``: a preset's name, or settings."""
+    settings = {"preset": preset} if isinstance(preset, str) else preset
+    b = Broker(1, make_config(settings), {TP: Disk()}, auto_fetch=False)
     deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
     deliver(b, m.LeaderAndIsr(TP, 1, 2, 0, (1, 2, 3), 0, (1, 2, 3)))
     takeover = T0 + 20_000
@@ -199,22 +209,30 @@ def test_until_0_9_a_re_elected_leader_forgot_its_followers_leos(preset: str, hw
     KAFKA-2721 (0.9.0.0) only when the broker newly leads. Broker 3, which held the HW back,
     leaves the ISR: a 0.9 leader advances the HW to broker 2's LEO at once, a 0.8 leader waits
     for broker 2's next fetch."""
-    b = leader(make_config({"preset": preset}), isr=(1, 2, 3))
-    produce(b, "m1")
-    fetch(b, 2, 0)
-    fetch(b, 2, 1)
-    assert b.partitions[TP].log.hw == 0, "broker 3 has not fetched m1"
-    deliver(b, m.LeaderAndIsr(TP, 1, 1, 1, (1, 2), 1, (1, 2, 3)), now=T0 + 500)
+    b = reelected_without_a_follower({"preset": preset})
     assert b.partitions[TP].log.hw == hw
     fetch(b, 2, 1, now=T0 + 600)
     assert b.partitions[TP].log.hw == 1
 
 
-def _kraft_isr_growth(preset: str) -> list[int] | None:
+def reelected_without_a_follower(settings: Mapping[str, Any]) -> Broker:
+    """Broker 2 has m1, broker 3 not; the leader is re-elected with the ISR 1, 2."""
+    b = leader(make_config(settings), isr=(1, 2, 3))
+    produce(b, "m1")
+    fetch(b, 2, 0)
+    fetch(b, 2, 1)
+    assert b.partitions[TP].log.hw == 0, "broker 3 has not fetched m1"
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 1, (1, 2), 1, (1, 2, 3)), now=T0 + 500)
+    return b
+
+
+def _kraft_isr_growth(preset: str | Mapping[str, Any]) -> list[int] | None:
     """A KRaft leader (epoch 0, ISR 1, 2) hears from broker 2 last at T0, before m1; broker 3
     joins the ISR at T0 + 20 s (same leader epoch, next partition epoch). The ISR its check at
-    T0 + 35 s asks for, if any (replica.lag.time.max.ms 30 s)."""
-    config = make_config({"preset": preset, "controller_mode": "kraft"})
+    T0 + 35 s asks for, if any (replica.lag.time.max.ms 30 s). ``preset``: a preset's name, or
+    settings."""
+    settings = {"preset": preset} if isinstance(preset, str) else preset
+    config = make_config({**settings, "controller_mode": "kraft"})
     b = Broker(1, config, {TP: Disk()}, auto_fetch=False, controller_nodes=("c1",))
     deliver(b, m.UpdateMetadata(1, (1, 2, 3)))
     deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1, 2), 0, (1, 2, 3)))
@@ -387,16 +405,21 @@ def test_a_kraft_isr_shrink_bumps_the_leader_epoch_only_before_3_6() -> None:
 
 def test_before_2_0_1_a_new_leader_records_its_epoch_with_its_first_append() -> None:
     """Partition.makeLeader's epoch cache entry (KAFKA-7415)."""
-    disk = Disk((Record(0, "m0", 0),), 0, ((0, 0),))
-    old = leader(make_config({"leader_epoch_on_election": False}), disk=disk)
-    assert old.partitions[TP].log.epochs == [(0, 0)]
-    deliver(old, m.LeaderAndIsr(TP, 1, 1, 3, (1, 2), 1, (1, 2, 3)))
+    old = elected_in_epoch_3({"leader_epoch_on_election": False})
     assert old.partitions[TP].log.epochs == [(0, 0)]
     produce(old, "m1")
     assert old.partitions[TP].log.epochs == [(0, 0), (3, 1)]
-    new = leader(make_config(), disk=disk)
-    deliver(new, m.LeaderAndIsr(TP, 1, 1, 3, (1, 2), 1, (1, 2, 3)))
+    new = elected_in_epoch_3({})
     assert new.partitions[TP].log.epochs == [(0, 0), (3, 1)]
+
+
+def elected_in_epoch_3(settings: Mapping[str, Any]) -> Broker:
+    """A leader of epoch 0 holding m0, elected again in epoch 3."""
+    disk = Disk((Record(0, "m0", 0),), 0, ((0, 0),))
+    b = leader(make_config(settings), disk=disk)
+    assert b.partitions[TP].log.epochs == [(0, 0)]
+    deliver(b, m.LeaderAndIsr(TP, 1, 1, 3, (1, 2), 1, (1, 2, 3)))
+    return b
 
 
 def test_before_2_0_1_an_epoch_older_than_the_cache_is_undefined() -> None:
@@ -840,10 +863,13 @@ def test_an_unknown_producer_not_starting_at_0_by_release(preset: str, error: st
     """0.11's validateAppend treated a producer it had no entry for as one with a new epoch
     (OutOfOrderSequenceException); KAFKA-5793 (94692288bed, 1.0.0) answers UNKNOWN_PRODUCER_ID;
     KIP-360 (2.5.0) accepts it."""
-    b = leader(make_config({"preset": preset}))
-    ctx = _idempotent_send(b, 1, "x", 4)
-    rejected = [e["error"] for e in events(ctx, "produce_rejected")]
-    assert rejected == ([] if error is None else [error])
+    assert unknown_producer_at_sequence_4({"preset": preset}) == ([] if error is None else [error])
+
+
+def unknown_producer_at_sequence_4(settings: Mapping[str, Any]) -> list[str]:
+    """The errors a leader with no state for producer 1 answers its batch at sequence 4 with."""
+    ctx = _idempotent_send(leader(make_config(settings)), 1, "x", 4)
+    return [e["error"] for e in events(ctx, "produce_rejected")]
 
 
 def test_the_0_11_producer_needs_one_request_in_flight_with_idempotence() -> None:
@@ -961,7 +987,8 @@ def test_a_transactional_producer_with_an_unresolved_partition(
     sequences start from 0 and it commits."""
     c = _a_lost_retried_batch(preset, transactional_id="tx")
     c.abort("p")
-    c.advance(500)
+    # B, sent on the connection A's loss broke, is resent after its request timeout closes it
+    c.advance(1500)
     c.begin("p")
     c.produce("C", producer="p")
     c.commit("p")

@@ -5,6 +5,7 @@ restarted broker refused while its old session is valid."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -96,17 +97,23 @@ def test_before_3_9_unclean_election_turned_on_later_changes_nothing_in_kraft() 
 def test_a_cut_off_active_controller_resigns_only_from_3_7(preset: str, resigns: bool) -> None:
     """LeaderState's check-quorum timer (1.5 x controller.quorum.fetch.timeout.ms) came in 3.7;
     before, the cut-off leader stayed active beside the one the others elected."""
-    c = Cluster(brokers=3, config={"controller_mode": "kraft", "preset": preset})
-    old = c.controller
-    for other in CONTROLLERS:
-        if other != old:
-            c.disconnect(old, other)
-    c.advance(10000)
+    c, old = cut_off_active_controller({"preset": preset})
     others = [n for n in CONTROLLERS if n != old]
     assert any(_node(c, n).active for n in others)
     assert _node(c, old).active is not resigns
     resigned = [e for e in c.trace.of_kind("controller_resigned") if e.data["controller"] == old]
     assert bool(resigned) is resigns
+
+
+def cut_off_active_controller(settings: Mapping[str, Any]) -> tuple[Cluster, str]:
+    """The active KRaft controller is cut off from the two others for 10 s."""
+    c = Cluster(brokers=3, config={**settings, "controller_mode": "kraft"})
+    old = c.controller
+    for other in CONTROLLERS:
+        if other != old:
+            c.disconnect(old, other)
+    c.advance(10000)
+    return c, old
 
 
 # ---- automatic leader balancing (KAFKA-13682, 3.2) -----------------------------------------

@@ -6,6 +6,7 @@ epoch, 2.0.0)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -35,11 +36,11 @@ def records(n: int) -> tuple[Record, ...]:
 # ---- KAFKA-5634: size retention and the HW --------------------------------------------------
 
 
-def _lagging_leader(preset: str, retention_bytes: int) -> Cluster:
+def _lagging_leader(preset: str | Mapping[str, Any], retention_bytes: int) -> Cluster:
     """Two brokers; the leader takes four acks=1 records that broker 2 has not fetched, so the
-    HW stays at 0; segments of two records."""
+    HW stays at 0; segments of two records. ``preset``: a preset's name, or settings."""
     config = {
-        "preset": preset,
+        **({"preset": preset} if isinstance(preset, str) else preset),
         "retention.bytes": retention_bytes,
         "segment.bytes": 200,
         "log.retention.check.interval.ms": 1000,
@@ -117,7 +118,12 @@ def test_since_kafka_7697_a_waiting_fetch_carries_the_hw_the_append_moved(
     """A single-replica ISR: broker 2, outside it and long past its lag time, waits in the fetch
     purgatory; an append moves the HW to 1. 2.1.1 on answers the fetch after the HW moved;
     before, with the HW from before the append."""
-    config = make_config({"preset": preset, "acks": "1"})
+    assert hw_sent_to_a_waiting_fetch({"preset": preset}) == hw_sent
+
+
+def hw_sent_to_a_waiting_fetch(settings: Mapping[str, Any]) -> int:
+    """The HW the append's answer to broker 2's waiting fetch carries."""
+    config = make_config({**settings, "acks": "1"})
     b = Broker(1, config, {TP: Disk()}, auto_fetch=False)
     deliver(b, m.UpdateMetadata(1, (1,)))  # from 3.3 broker 2, not live, may not join the ISR
     deliver(b, m.LeaderAndIsr(TP, 1, 1, 0, (1,), 0, (1, 2)))
@@ -128,7 +134,7 @@ def test_since_kafka_7697_a_waiting_fetch_carries_the_hw_the_append_moved(
     ctx = deliver(b, m.ProduceRequest(TP, 1, ("m0",), 1, 30000), src="p", now=later)
     (resp,) = [msg for dst, msg, *_ in ctx.sends if dst == 2 and isinstance(msg, m.FetchResponse)]
     assert b.partitions[TP].log.hw == 1
-    assert resp.hw == hw_sent
+    return int(resp.hw)
 
 
 # ---- 7a7d4cb5819: the HW never below the log start offset ---------------------------------------
@@ -141,10 +147,15 @@ def test_since_2_4_a_restarted_replica_s_hw_is_at_least_its_log_start_offset(
     """The HW checkpoint (every 5 s) says 2, DeleteRecords had moved the log start offset to 5:
     2.3 restarts with min(checkpoint, LEO) = 2, below the first offset it holds; 2.4 on
     (Partition.createLog -> Log.updateHighWatermark) with 5."""
+    assert restarted_log_start_and_hw({"preset": preset}) == (5, hw)
+
+
+def restarted_log_start_and_hw(settings: Mapping[str, Any]) -> tuple[int, int]:
+    """A replica restarting from the HW checkpoint 2 with its log start offset at 5."""
     disk = Disk(records(10), 2, ((0, 0),), 5)
-    b = Broker(1, make_config({"preset": preset}), {TP: disk}, auto_fetch=False)
+    b = Broker(1, make_config(settings), {TP: disk}, auto_fetch=False)
     log = b.partitions[TP].log
-    assert (log.log_start_offset, log.hw) == (5, hw)
+    return log.log_start_offset, log.hw
 
 
 @pytest.mark.parametrize(("preset", "leo", "hw"), [("2.3", 0, 0), ("2.4", 5, 5)])

@@ -11,6 +11,9 @@ Before 2.5 getOffsets answered with the last stable committed offset (2.4.0).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
 from kafkalab import Cluster
@@ -21,6 +24,10 @@ CONSUMER = {"auto.offset.reset": "earliest", "enable.auto.commit": False}
 
 
 def _open_transaction_with_offsets(preset: str) -> Cluster:
+    return open_transaction_with_offsets({"preset": preset})
+
+
+def open_transaction_with_offsets(settings: Mapping[str, Any]) -> Cluster:
     """Group app has committed offset 2 for demo-0; transactional producer p then sends offset 3
     for it in a transaction it does not end yet, and a new member of app starts."""
     c = Cluster(
@@ -29,7 +36,7 @@ def _open_transaction_with_offsets(preset: str) -> Cluster:
         groups=["app"],
         transactional_ids=["tx"],
         replication="auto",
-        config={"preset": preset, "min.insync.replicas": 2},
+        config={**settings, "min.insync.replicas": 2},
     )
     c.produce(values=["o1", "o2"], partition=0)
     c.consumer("first", group="app", partitions=[0], **CONSUMER)

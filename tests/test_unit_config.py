@@ -276,9 +276,9 @@ def test_lag_max_messages_must_be_positive_or_null():
 
 
 def test_numbers_and_booleans_may_be_given_as_text():
-    c = make_config({"min.insync.replicas": "2", "leader_epochs": "false", "kip279": "True"})
+    c = make_config({"min.insync.replicas": "2", "kip320": "false", "kip279": "True"})
     assert c.min_insync_replicas == 2
-    assert c.leader_epochs is False
+    assert c.kip320 is False
     assert c.kip279 is True
 
 

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from kafkalab.protocol.actor import ConnectionClosed, Context
-from kafkalab.sim.engine import Simulation, draw_between
+from kafkalab.protocol import kraft_messages as km
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Connect, Connected, ConnectionClosed, Context
+from kafkalab.sim.engine import Simulation, channel, draw_between
 from kafkalab.sim.timed import Fault, Workload, simulate
 
 
@@ -239,7 +241,155 @@ def test_same_host_messages_take_no_time():
     assert b.received == [(0, "a", Ping(1))]
 
 
+class Client(Recorder):
+    """A Recorder that manages its connections, as Kafka's NetworkClient does: on command
+    ("disconnect", peer) it closes them; the broker reads its requests one at a time."""
+
+    manages_connections = True
+    one_request_at_a_time = True
+
+    def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+        if src == "local" and msg[0] == "disconnect":
+            ctx.disconnect(msg[1])
+            return
+        super().handle(ctx, src, msg)
+
+
+def test_a_lost_request_breaks_its_connection_until_the_client_closes_it():
+    """SocketServer.Processor (3.7.0) mutes a connection from reading a request until its
+    response is sent, and TCP never drops one request and delivers the next: once a request is
+    lost, the ones after it on the same connection are lost too, in both directions, however
+    late, until the client closes the connection (NetworkClient.handleTimedOutRequests) and
+    opens a new one."""
+    sim = Simulation(seed=1)
+    client, broker = Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add(1, broker, 1)
+    sim.add_rule("p", 1, (Ping,), None)
+    sim.command("p", (1, Ping(1)))  # lost
+    sim.command("p", (1, Ping(2)))
+    sim.run_until(500)
+    sim.command("p", (1, Ping(3)))  # later, still the broken connection
+    sim.command(1, ("p", Pong(3)))  # the other direction too
+    sim.run_until(1000)
+    assert broker.received == [] and client.received == []
+    sim.command("p", ("disconnect", 1))
+    sim.command("p", (1, Ping(4)))
+    sim.run_until(1500)
+    assert [msg for _, _, msg in broker.received] == [Ping(4)]
+    assert [reason for _, reason in drops(sim)] == ["lost"] + ["connection_broken"] * 3
+
+
+def test_a_cut_link_breaks_the_connections_in_flight():
+    """A message cut off in flight breaks its connection: what follows it is lost even after the
+    link heals, until a new connection; messages sent before it still arrive."""
+    sim = Simulation(seed=1, latency_ms=(10, 10))
+    client, broker = Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add(1, broker, 1)
+    sim.command("p", (1, Ping(1)))
+    sim.run_until(5)
+    sim.command("p", (1, Ping(2)))  # in flight when the link is cut
+    sim.run_until(12)
+    sim.set_link("client", 1, False)
+    sim.run_until(20)
+    sim.set_link("client", 1, True)
+    sim.command("p", (1, Ping(3)))
+    sim.run_until(100)
+    assert [msg for _, _, msg in broker.received] == [Ping(1)]
+    assert drops(sim) == [(Ping(2), "link_cut"), (Ping(3), "connection_broken")]
+
+
+def test_actors_that_do_not_manage_connections_reconnect_on_a_later_send():
+    """Between brokers (no client connection state here) what the same handler sends after a
+    lost message is lost with it; a later handler run (a timer, a message, a step) opens a new
+    connection: each resends on its own."""
+
+    class Burst(Recorder):
+        def handle(self, ctx: Context, src: Any, msg: Any) -> None:
+            if src == "local" and msg == "burst":
+                ctx.send("b", Ping(1))
+                ctx.send("b", Ping(2))
+                return
+            super().handle(ctx, src, msg)
+
+    sim = Simulation(seed=1)
+    a, b = Burst(), Recorder()
+    sim.add("a", a, "host-a")
+    sim.add("b", b, "host-b")
+    sim.add_rule("a", "b", (Ping,), None)
+    sim.command("a", "burst")  # Ping(1) is lost, Ping(2) behind it on the same connection
+    sim.command("a", ("b", Ping(3)))  # the next step: a new connection
+    sim.run_until(10)
+    assert [msg for _, _, msg in b.received] == [Ping(3)]
+    assert drops(sim) == [(Ping(1), "lost"), (Ping(2), "connection_broken")]
+
+
+def test_a_broker_reads_a_clients_next_request_once_it_has_answered_the_last():
+    """SocketServer.Processor (0.8.2.2: OP_READ off after a request; 3.7.0: selector.mute on
+    REQUEST_RECEIVED, unmute on RESPONSE_SENT): a request waiting for its answer (in purgatory)
+    holds the next one on the same connection unread, so answers come back in order; a produce
+    with acks=0 has no answer and holds nothing; another client's connection is not held."""
+    sim = Simulation(seed=1)
+    client, other, broker = Client(), Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add("q", other, "client")
+    sim.add(1, broker, 1)
+    first, second = m.MetadataRequest(), m.InitProducerIdRequest()
+    sim.command("p", (1, first))
+    sim.command("p", (1, second))
+    sim.command("q", (1, m.MetadataRequest()))
+    sim.run_until(10)
+    assert [(src, msg) for _, src, msg in broker.received] == [("p", first), ("q", first)]
+    sim.command(1, ("p", m.MetadataResponse(())))
+    sim.run_until(20)
+    assert [msg for _, _, msg in broker.received][2:] == [second]
+    sim.command(1, ("p", m.InitProducerIdResponse(1, 0)))
+    fire_and_forget = m.ProduceRequest("t-0", 1, ("v",), 0, 1)
+    sim.command("p", (1, fire_and_forget))
+    sim.command("p", (1, m.MetadataRequest()))
+    sim.run_until(30)
+    assert [msg for _, _, msg in broker.received][3:] == [fire_and_forget, first]
+
+
+def test_named_channels_do_not_hold_each_other_up():
+    """A broker reaches the controller over separate connections for heartbeats
+    (BrokerLifecycleManager) and for AlterPartition (its own channel manager): a delay on one
+    holds nothing on the other, while each stays in order."""
+    assert channel(km.BrokerHeartbeat(1, 1)) == "broker_lifecycle"
+    assert channel(m.AlterIsr("t-0", 1, 0, 0, (1,))) == "alter_partition"
+    assert channel(m.MetadataRequest()) == channel(m.ProduceRequest("t-0", 1, ("v",), -1, 1))
+    sim, a, b = two_actors()
+    alter = m.AlterIsr("t-0", 1, 0, 0, (1,))
+    sim.add_rule("a", "b", (m.AlterIsr,), 100)
+    sim.command("a", ("b", alter))
+    sim.command("a", ("b", km.BrokerHeartbeat(1, 1)))
+    sim.command("a", ("b", m.AlterIsr("t-0", 1, 0, 1, (1, 2))))
+    sim.run_until(200)
+    got = [(t, msg) for t, _, msg in b.received]
+    assert got[0] == (0, km.BrokerHeartbeat(1, 1))
+    assert got[1:] == [(100, alter), (100, m.AlterIsr("t-0", 1, 0, 1, (1, 2)))]
+
+
+def test_a_connection_attempt_is_answered_over_a_working_link_only():
+    """Connect is the TCP handshake: answered Connected over a working link, silent over a cut
+    one (the client waits for socket.connection.setup.timeout.ms)."""
+    sim = Simulation(seed=1)
+    client, broker = Client(), Recorder()
+    sim.add("p", client, "client")
+    sim.add(1, broker, 1)
+    sim.command("p", (1, Connect(1)))
+    sim.run_until(0)
+    sim.set_link("client", 1, False)
+    sim.command("p", (1, Connect(1)))
+    sim.run_until(10)
+    assert [msg for _, _, msg in client.received] == [Connected(1)]
+    assert broker.received == []
+
+
 def test_a_one_shot_drop_rule_loses_only_the_next_matching_message():
+    """The rule is used up by Ping(1). Between actors that do not manage their connections, a
+    later handler run's message, Ping(2), goes on a new connection."""
     sim, a, b = two_actors()
     sim.add_rule("a", "b", (Ping,), None)
     sim.command("a", ("b", Pong(0)))  # another type: not matched

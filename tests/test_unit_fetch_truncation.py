@@ -8,6 +8,7 @@ cluster tests run the presets on either side of each change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -297,11 +298,17 @@ def test_a_fenced_offsets_for_leader_epoch_answer_stops_the_follower_too():
     ],
 )
 def test_an_unchanged_leader_in_a_new_epoch(preset: str, new_epoch: int, truncates: bool):
-    b = follower(2, config=make_config({"preset": preset}), disk=disk_of(0, 0), epoch=0)
+    assert truncates_in_a_new_epoch({"preset": preset}, new_epoch) == truncates
+
+
+def truncates_in_a_new_epoch(settings: Mapping[str, Any], new_epoch: int) -> bool:
+    """Follower 2 of leader 1 in epoch 0 hears of epoch ``new_epoch``, leader 1 still: whether
+    its next request asks where its epoch ends (truncation) rather than fetching."""
+    b = follower(2, config=make_config(settings), disk=disk_of(0, 0), epoch=0)
     req = fetch_now(b)  # its first request to leader 1 finds where its epoch ends
     deliver(b, m.OffsetsForLeaderEpochResponse(TP, req.correlation_id, m.NONE, 0, 2), src=1, now=T0)
     assert isinstance(fetch_now(b), m.FetchRequest)
 
     deliver(b, leader_and_isr(1, new_epoch, (1, 2)), src=CONTROLLER, now=T0 + 1)
     req = fetch_now(b, now=T0 + 1)
-    assert isinstance(req, m.OffsetsForLeaderEpochRequest) == truncates
+    return isinstance(req, m.OffsetsForLeaderEpochRequest)

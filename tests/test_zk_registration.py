@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -21,10 +23,14 @@ RESTART_AFTER_MS = 2000  # and is started again 2 s later
 
 
 def _power_cycled_leader(preset: str) -> Cluster:
+    return power_cycled_leader({"preset": preset})
+
+
+def power_cycled_leader(settings: Mapping[str, Any]) -> Cluster:
     """Three brokers in ZooKeeper mode, acks=all, min.insync.replicas 2; m1 acknowledged; the
     leader loses power and is started again 2 s later; then 30 s pass."""
     config = {
-        "preset": preset,
+        **settings,
         "controller_mode": "zk",
         "acks": "all",
         "min.insync.replicas": 2,

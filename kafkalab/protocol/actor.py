@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ConnectionClosed", "Context"]
+__all__ = ["Connect", "ConnectionClosed", "Connected", "Context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +26,25 @@ class ConnectionClosed:
     refused: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """A client opens a new connection to ``peer`` (its TCP handshake). The network answers
+    :class:`Connected` if it gets through; over a cut link or to a silent host nothing comes back,
+    and the client gives up after its socket.connection.setup.timeout.ms; a dead process on a
+    live host refuses it (:class:`ConnectionClosed` with ``refused``)."""
+
+    peer: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """The network's answer to :class:`Connect`: the connection to ``peer`` is ready."""
+
+    peer: int | str
+
+
 class Context:
-    __slots__ = ("now", "node", "sends", "timers", "events", "halt", "clean_stop")
+    __slots__ = ("now", "node", "sends", "timers", "events", "halt", "clean_stop", "disconnects")
 
     def __init__(self, now: int, node: int | str) -> None:
         self.now = now
@@ -37,12 +54,19 @@ class Context:
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.halt: str | None = None
         self.clean_stop = False
+        self.disconnects: list[int | str] = []
 
     def send(self, dst: int | str, msg: Any, *, hold: bool = False) -> None:
         """Send ``msg`` to the actor at address ``dst`` over the network. With ``hold`` the
         sender keeps retrying: across a cut link the message waits until the link heals
         (Kafka's controller-to-broker channel), instead of being lost."""
         self.sends.append((dst, msg, hold))
+
+    def disconnect(self, peer: int | str) -> None:
+        """Close this actor's connections to ``peer`` (Kafka's NetworkClient closes a connection
+        whose request timed out). What was still in flight on a broken connection is lost; the
+        next message to ``peer`` goes on a new connection."""
+        self.disconnects.append(peer)
 
     def set_timer(self, delay_ms: int, name: str, data: Any = None) -> None:
         """Wake this actor's ``on_timer(name, data)`` after ``delay_ms``."""

@@ -47,12 +47,32 @@ and RecordAccumulator, reduced to what changes the outcome of a write).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.protocol import messages as m
-from kafkalab.protocol.actor import ConnectionClosed, Context
-from kafkalab.protocol.client_network import producer_connection_closed
+from kafkalab.protocol.actor import Connected, ConnectionClosed, Context
+from kafkalab.protocol.client_expiry import (
+    DELIVERY_TIMEOUT,
+    expire_queued,
+    expired_after_retry,
+    maybe_resolve_sequences,
+)
+from kafkalab.protocol.client_network import (
+    ProducerConnections,
+    connection_ready,
+    disconnect,
+    metadata_timeouts,
+    on_request_timeout,
+    producer_connection_closed,
+)
+from kafkalab.protocol.client_retry import (
+    JITTER_DRAW_BOUND,
+    backing_off,
+    behind_in_sequence,
+    next_retry_backoff_ms,
+)
 from kafkalab.protocol.client_settings import (
     ProduceCommand,
     ProducerSettings,
@@ -60,9 +80,7 @@ from kafkalab.protocol.client_settings import (
     idempotence_fits,
 )
 from kafkalab.protocol.producer_txn import (
-    ABORTABLE_ERROR,
     ABORTING,
-    COMMITTING,
     FATAL_ERROR,
     IN_TRANSACTION,
     READY,
@@ -76,7 +94,14 @@ from kafkalab.protocol.producer_txn import (
     txn_retry,
 )
 
-__all__ = ["KafkaProducer", "ProduceCommand", "ProducerSettings", "TxnCommand", "idempotence_fits"]
+__all__ = [
+    "JITTER_DRAW_BOUND",
+    "KafkaProducer",
+    "ProduceCommand",
+    "ProducerSettings",
+    "TxnCommand",
+    "idempotence_fits",
+]
 
 RETRIABLE = frozenset(
     {
@@ -91,10 +116,6 @@ RETRIABLE = frozenset(
 REFRESH = frozenset(
     {m.NOT_LEADER_OR_FOLLOWER, m.REQUEST_TIMED_OUT, m.LEADER_NOT_AVAILABLE, m.NETWORK_EXCEPTION}
 )
-DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"  # the client's TimeoutException: delivery.timeout.ms passed
-# The client's KafkaException when a partition's sequences stay unresolved: "The client hasn't
-# received acknowledgment for some previously sent messages and can no longer retry them."
-UNRESOLVED_SEQUENCE = "UNRESOLVED_SEQUENCE"
 
 
 @dataclass(slots=True)
@@ -109,15 +130,34 @@ class _Batch:
     producer_id: int = -1
     producer_epoch: int = -1
     retry: bool = False  # sent back to the queue at least once (ProducerBatch.inRetry)
+    last_leader: int | None = None  # where its last attempt went
 
 
 class KafkaProducer:
-    """A named producer client actor."""
+    """A named producer client actor.
 
-    def __init__(self, name: str, settings: ProducerSettings, brokers: tuple[int, ...]) -> None:
+    ``backoff_draws`` supplies the random part of each retry backoff since 3.7 (KIP-580's
+    jitter): every retry takes the next draw ``d`` (``0 <= d < JITTER_DRAW_BOUND``), the
+    simulation's seeded stream for this client. None: no jitter."""
+
+    manages_connections = True  # it closes and reopens its connections itself (NetworkClient)
+    # The broker reads its next request on a connection once it has answered the last
+    # (SocketServer mutes the connection meanwhile): answers come back in order.
+    one_request_at_a_time = True
+
+    def __init__(
+        self,
+        name: str,
+        settings: ProducerSettings,
+        brokers: tuple[int, ...],
+        backoff_draws: Iterator[int] | None = None,
+    ) -> None:
         self.name = name
         self.settings = settings
         self.brokers = brokers
+        self._backoff_draws = backoff_draws
+        self.connections = ProducerConnections()
+        self.metadata_sent: dict[int, int] = {}  # unanswered metadata requests: broker, when
         self.producer_id = -1
         self.producer_epoch = -1
         self.next_sequence: dict[str, int] = {}
@@ -128,6 +168,9 @@ class KafkaProducer:
         self.unresolved: dict[str, int] = {}
         self.queue: list[_Batch] = []
         self.inflight: dict[int, _Batch] = {}
+        # requests whose batch expired (delivery.timeout.ms) before an answer: NetworkClient
+        # still waits for them, until their request.timeout.ms closes the connection
+        self.expired_requests: dict[int, tuple[Any, int]] = {}
         self.deadlines: dict[int, int] = {}
         self.sent_to: dict[int, tuple[Any, int]] = {}  # in flight: where it went, and when
         self.leaders: dict[str, int | None] = {}
@@ -175,7 +218,10 @@ class KafkaProducer:
         elif isinstance(msg, m.InitProducerIdResponse):
             self._on_init_producer_id(ctx, msg)
         elif isinstance(msg, m.MetadataResponse):
+            self.metadata_sent.pop(src, None)
             self.leaders.update({tp: leader for tp, leader in msg.leaders if leader is not None})
+        elif isinstance(msg, Connected):
+            self.connections.connected(msg.peer)
         elif isinstance(msg, m.ProduceResponse):
             self._on_response(ctx, msg)
         elif isinstance(msg, ConnectionClosed):
@@ -217,8 +263,13 @@ class KafkaProducer:
             txn_complete(self, ctx, False)
 
     def awaits_answer_from(self, peer: Any) -> bool:
-        """Whether a produce or a coordinator call waits for ``peer`` (client_network.py)."""
+        """Whether a produce, a coordinator call or a new connection waits for ``peer``
+        (client_network.py)."""
         if self.txn_waiting is not None and self.txn_sent_to[0] == peer:
+            return True
+        if self.connections.connecting(peer):
+            return True
+        if any(peer == sent[0] for sent in self.expired_requests.values()):
             return True
         return any(self.sent_to[cid][0] == peer for cid in self.inflight)
 
@@ -226,20 +277,24 @@ class KafkaProducer:
         if self._timer_at.get(name) == ctx.now:
             del self._timer_at[name]
         if name == "request_timeout":
-            for cid, deadline in list(self.deadlines.items()):
-                if deadline <= ctx.now and cid in self.inflight:
-                    del self.deadlines[cid]
-                    self.sent_to.pop(cid, None)
-                    batch = self.inflight.pop(cid)
-                    self._retry_or_fail(ctx, batch, self._timeout_error(ctx, batch))
+            on_request_timeout(self, ctx)
         elif name == "txn_timeout" and self.txn_waiting is not None:
             if ctx.now >= self.txn_deadline:
                 request, self.txn_waiting = self.txn_waiting, None
+                disconnect(self, ctx, self.txn_sent_to[0])
                 txn_retry(self, ctx, request, m.NOT_COORDINATOR)
             else:
                 self._set_timer(ctx, "txn_timeout", self.txn_deadline - ctx.now)
+        elif name.startswith("connection_setup:"):
+            peer = int(name.split(":")[1])
+            setup_ms = self.settings.socket_connection_setup_timeout_ms
+            if self.connections.setup_timed_out(ctx, peer, setup_ms):
+                disconnect(self, ctx, peer)
+        elif name == "expire":
+            expire_queued(self, ctx)
         elif name == "metadata":
-            self._expire_queued(ctx)
+            expire_queued(self, ctx)
+            metadata_timeouts(self, ctx)
             if any(self.leaders.get(b.tp) is None for b in self.queue):
                 self._refresh_metadata(ctx)
             if self.settings.enable_idempotence and self.producer_id < 0 and not self.transactional:
@@ -276,7 +331,7 @@ class KafkaProducer:
         """Sender.sendProducerData: send queued batches up to max.in.flight, oldest first; a
         partition whose first batch waits (backoff, unknown leader) sends nothing after it
         (RecordAccumulator.drain)."""
-        self._maybe_resolve_sequences(ctx)
+        maybe_resolve_sequences(self, ctx)
         if self.transactional:
             send_txn_request(self, ctx)
         if self.settings.enable_idempotence and self.producer_id < 0:
@@ -284,15 +339,10 @@ class KafkaProducer:
         limit = self.settings.max_in_flight_requests_per_connection
         waiting: list[_Batch] = []
         blocked: set[str] = set()  # a partition whose first batch must wait holds the rest
-        while self.queue and len(self.inflight) < limit:
+        while self.queue and len(self.inflight) + len(self.expired_requests) < limit:
             batch = self.queue.pop(0)
             leader = self.leaders.get(batch.tp)
-            backoff = self._timer_at.get(f"backoff:{batch.tp}", -1) > ctx.now
-            not_added = self.transactional and batch.tp not in self.txn_partitions
-            # RecordAccumulator.shouldStopDrainBatchesForPartition: no new batch is sent to a
-            # partition whose sequences are unresolved
-            held = batch.attempts == 0 and batch.tp in self.unresolved
-            if batch.tp in blocked or leader is None or backoff or not_added or held:
+            if batch.tp in blocked or leader is None or self._must_wait(ctx, batch, leader):
                 blocked.add(batch.tp)
                 waiting.append(batch)
                 continue
@@ -303,12 +353,30 @@ class KafkaProducer:
         unknown = any(self.leaders.get(b.tp) is None for b in waiting)
         if unknown and "metadata" not in self._timer_at:
             self._refresh_metadata(ctx)
+        if self.queue:  # Sender.sendProducerData: expire what waits too long (expiredBatches)
+            first = min(b.created_ms for b in self.queue) + self.settings.delivery_timeout_ms
+            self._set_timer(ctx, "expire", first - ctx.now)
         self._arm_request_timeout(ctx)
+
+    def _must_wait(self, ctx: Context, batch: _Batch, leader: int) -> bool:
+        """Whether ``batch``, first of its partition in the queue, waits (RecordAccumulator.drain,
+        shouldStopDrainBatchesForPartition, shouldBackoff; Sender.sendProducerData)."""
+        not_added = self.transactional and batch.tp not in self.txn_partitions
+        # no new batch is sent to a partition whose sequences are unresolved
+        held = batch.attempts == 0 and batch.tp in self.unresolved
+        return (
+            not_added
+            or held
+            or behind_in_sequence(self, batch)
+            or backing_off(self, ctx, batch, leader)
+            or not connection_ready(self, ctx, leader)
+        )
 
     def _send(self, ctx: Context, batch: _Batch, leader: int) -> None:
         self.correlation += 1
         cid = self.correlation
         batch.attempts += 1
+        batch.last_leader = leader
         if self.settings.enable_idempotence and batch.producer_id < 0:
             batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
         pid = batch.producer_id if self.settings.enable_idempotence else -1
@@ -357,6 +425,7 @@ class KafkaProducer:
     def _on_response(self, ctx: Context, resp: m.ProduceResponse) -> None:
         batch = self.inflight.pop(resp.correlation_id, None)
         self.deadlines.pop(resp.correlation_id, None)
+        self.expired_requests.pop(resp.correlation_id, None)
         self.sent_to.pop(resp.correlation_id, None)
         if batch is None:
             return  # already timed out and retried
@@ -434,7 +503,7 @@ class KafkaProducer:
         if batch.attempts > s.retries or expired or not self._can_retry(ctx, batch, error):
             self._outcome(ctx, batch, error, -1)
             if error == DELIVERY_TIMEOUT:
-                self._expired_after_retry(ctx, batch)
+                expired_after_retry(self, ctx, batch)
             gap = error == m.OUT_OF_ORDER_SEQUENCE_NUMBER and batch.producer_id == self.producer_id
             if gap and not self.transactional and not s.kip360:
                 self._reset_producer_id(ctx)
@@ -465,7 +534,7 @@ class KafkaProducer:
             self._refresh_metadata(ctx)
 
     def _requeue(self, ctx: Context, batch: _Batch) -> None:
-        """Back to the queue, sent again once retry.backoff.ms has passed."""
+        """Back to the queue, sent again once its retry backoff has passed."""
         if self.settings.enable_idempotence:  # RecordAccumulator.insertInSequenceOrder
             at = next(
                 (
@@ -478,89 +547,17 @@ class KafkaProducer:
             self.queue.insert(at, batch)
         else:  # RecordAccumulator.reenqueue: back to the front of the queue
             self.queue.insert(0, batch)
-        self._set_timer(ctx, f"backoff:{batch.tp}", self.settings.retry_backoff_ms)
-
-    def _expire_queued(self, ctx: Context) -> None:
-        """RecordAccumulator.expiredBatches: a batch still waiting when delivery.timeout.ms has
-        passed since it was created fails (Kafka's TimeoutException). As for any failed batch
-        (Sender.failBatch, TransactionManager.handleFailedBatch), an open transaction can then
-        only be aborted, and since 2.5 its abort bumps the epoch."""
-        keep = []
-        expired = []
-        for batch in self.queue:
-            if ctx.now - batch.created_ms >= self.settings.delivery_timeout_ms:
-                self._outcome(ctx, batch, DELIVERY_TIMEOUT, -1)
-                expired.append(batch)
-            else:
-                keep.append(batch)
-        self.queue = keep
-        if expired and self.transactional and self.txn_state != FATAL_ERROR:
-            abortable(self, DELIVERY_TIMEOUT)
-        for batch in expired:
-            if batch.attempts == 0:
-                self._unnumber(batch)
-            else:
-                self._expired_after_retry(ctx, batch)
-
-    def _unnumber(self, batch: _Batch) -> None:
-        """A batch that expires before it was ever sent never had a sequence in Kafka, which
-        numbers a batch when it is drained (RecordAccumulator.drain): the batches queued behind
-        it move down, so it leaves no gap."""
-        if batch.sequence < 0 or batch.producer_id >= 0:
-            return
-        for b in self.queue:
-            if b.tp == batch.tp and b.attempts == 0 and b.sequence > batch.sequence:
-                b.sequence -= len(batch.values)
-        self.next_sequence[batch.tp] = self.next_sequence.get(batch.tp, 0) - len(batch.values)
-
-    def _expired_after_retry(self, ctx: Context, batch: _Batch) -> None:
-        """Sender.sendProducerData: a batch that expires after a retry may or may not have been
-        written. 0.11 dropped the idempotent producer's id at once. Since 1.0 (KAFKA-5494) the
-        partition is unresolved until the batches in flight there are answered
-        (TransactionManager.markSequenceUnresolved); until 2.4 a transactional producer could
-        not continue (Sender.runOnce: a fatal error)."""
-        if not batch.retry or batch.sequence < 0 or batch.producer_id != self.producer_id:
-            return
-        s = self.settings
-        if not s.idempotence_five_in_flight:
-            if not self.transactional:
-                self._reset_producer_id(ctx)
-            return
-        if self.transactional and not s.kip360:
-            if self.txn_state != FATAL_ERROR:
-                txn_fatal(self, ctx, UNRESOLVED_SEQUENCE)
-            return
-        following = batch.sequence + len(batch.values)
-        self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, following), following)
-
-    def _maybe_resolve_sequences(self, ctx: Context) -> None:
-        """TransactionManager.maybeResolveSequences (2.5+; shouldResetProducerStateAfter-
-        ResolvingSequences before): once nothing sent to an unresolved partition is unanswered,
-        it is resolved if the last acknowledged batch is the one before the next sequence (a
-        later batch landed, so the expired one did too). If not, there is a gap: an idempotent
-        producer bumps its epoch for the partition (before 2.5, it drops its producer id); a
-        transactional one goes to an abortable error."""
-        for tp in sorted(self.unresolved):
-            pending = [*self.inflight.values(), *[b for b in self.queue if b.attempts > 0]]
-            if any(b.tp == tp for b in pending):
-                continue
-            del self.unresolved[tp]
-            unsent = [b.sequence for b in self.queue if b.tp == tp and b.attempts == 0]
-            following = min(unsent) if unsent else self.next_sequence.get(tp, 0)
-            if self.last_acked_sequence.get(tp, -1) + 1 == following:
-                continue
-            if not self.settings.kip360:
-                self._reset_producer_id(ctx)
-                return
-            if not self.transactional:
-                self._bump_epoch(ctx, tp)
-            elif self.txn_state in (IN_TRANSACTION, COMMITTING, ABORTABLE_ERROR):
-                abortable(self, UNRESOLVED_SEQUENCE)
-                self.epoch_bump_required = True
+        self._set_timer(ctx, f"backoff:{batch.tp}", next_retry_backoff_ms(self, batch))
 
     def _refresh_metadata(self, ctx: Context) -> None:
         """Ask a broker (the next in turn) which replicas lead; try again after the backoff."""
-        ctx.send(self._next_broker(), m.MetadataRequest())
+        broker = self._next_broker()
+        for _ in self.brokers[1:]:  # NetworkClient.leastLoadedNode: a broker it is connected to
+            if self.connections.ready(broker):
+                break
+            broker = self._next_broker()
+        self.metadata_sent.setdefault(broker, ctx.now)
+        ctx.send(broker, m.MetadataRequest())
         self._set_timer(ctx, "metadata", self.settings.retry_backoff_ms)
 
     def _next_broker(self) -> int:

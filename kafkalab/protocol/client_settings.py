@@ -19,6 +19,9 @@ class ProducerSettings:
     max_in_flight_requests_per_connection: int = 5
     retries: int = 2147483647
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000  # KIP-580 (3.7): the ceiling of the growing backoff
+    reconnect_backoff_ms: int = 50  # the wait before connecting to a broker again
+    socket_connection_setup_timeout_ms: int = 10000  # KIP-601 (2.7); the OS's before
     request_timeout_ms: int = 30000
     delivery_timeout_ms: int = 120000
     transactional_id: str = ""
@@ -34,6 +37,11 @@ class ProducerSettings:
     # OUT_OF_ORDER_SEQUENCE_NUMBER retried while an earlier batch is unanswered; before (0.11),
     # idempotence needed exactly 1 request in flight, and that error was never retried.
     idempotence_five_in_flight: bool = True
+    # The release's KIP-580 (3.7): retry backoffs grow exponentially with jitter; before, every
+    # retry waited retry.backoff.ms.
+    retry_backoff_exponential: bool = True
+    # The release's KAFKA-15415 (3.6.1, 3.7.0): a retry to a new leader skips the backoff.
+    retry_backoff_skips_new_leader: bool = True
 
     def __post_init__(self) -> None:
         if self.transactional_id and not self.enable_idempotence:
@@ -44,6 +52,15 @@ class ProducerSettings:
             raise ConfigError(
                 "max.in.flight.requests.per.connection must be >= 1 and retries >= 0, got "
                 f"{self.max_in_flight_requests_per_connection} and {self.retries}"
+            )
+        for name in ("retry_backoff_ms", "retry_backoff_max_ms", "reconnect_backoff_ms"):
+            value = getattr(self, name)
+            if value < 0:
+                raise ConfigError(f"{name.replace('_', '.')} must be >= 0, got {value}")
+        if self.socket_connection_setup_timeout_ms < 1:
+            raise ConfigError(
+                "socket.connection.setup.timeout.ms must be >= 1, got "
+                f"{self.socket_connection_setup_timeout_ms}"
             )
         if self.enable_idempotence and not idempotence_fits(
             self.acks, self.retries, self.max_in_flight_requests_per_connection

@@ -187,8 +187,8 @@ class Controller:
             self._on_isr_change_notification(ctx, msg)
         elif isinstance(msg, m.ControlledShutdownRequest):
             self._on_controlled_shutdown(ctx, src, msg)
-        elif isinstance(msg, m.ElectPreferredLeaders):
-            self._elect_preferred(ctx, msg.tp, "preferred_election")
+        elif isinstance(msg, m.ElectLeaders):
+            self._on_elect_leaders(ctx, msg)
         elif isinstance(msg, m.ReconfigureRequest):
             self._on_reconfigure(ctx, msg.config)
         elif isinstance(msg, m.ZkWriteResult):
@@ -314,18 +314,23 @@ class Controller:
         return config.isr_keeps_last_member or not config.unclean_leader_election_enable
 
     def _elect(
-        self, state: PartitionState, exclude: frozenset[int] = frozenset()
+        self,
+        state: PartitionState,
+        exclude: frozenset[int] = frozenset(),
+        allow_unclean: bool = False,
     ) -> PartitionState | None:
         """OfflinePartitionLeaderElectionStrategy: the first replica in assignment order that is
         alive and in the ISR, keeping the live ISR members; failing that, with unclean election
-        on, the first live replica with an ISR of itself; else None (offline). Replicas in
-        ``exclude`` (shutting down) are never chosen and leave the ISR."""
+        on (or ``allow_unclean``: an operator asked for it), the first live replica with an ISR
+        of itself; else None (offline). Replicas in ``exclude`` (shutting down) are never chosen
+        and leave the ISR."""
         live = self.live
         for r in state.replicas:
             if r in live and r in state.isr and r not in exclude:
                 isr = tuple(i for i in state.isr if i in live and i not in exclude)
                 return replace(state, leader=r, leader_epoch=state.leader_epoch + 1, isr=isr)
-        if self.config.unclean_leader_election_enable and not exclude:
+        unclean = self.config.unclean_leader_election_enable or allow_unclean
+        if unclean and not exclude:
             for r in state.replicas:
                 if r in live:
                     return replace(state, leader=r, leader_epoch=state.leader_epoch + 1, isr=(r,))
@@ -497,16 +502,55 @@ class Controller:
             self._commit(ctx, tp, state, new, "controlled_shutdown")
         self._outbox.append((src, m.ControlledShutdownResponse(m.NONE, tuple(remaining))))
 
+    def _on_elect_leaders(self, ctx: Context, req: m.ElectLeaders) -> None:
+        """An operator's ElectLeaders (KafkaController.processReplicaLeaderElection, KIP-460,
+        2.4): each partition is answered; asked for every partition, those that needed no
+        election are left out of the answer (KafkaApis.handleElectReplicaLeader)."""
+        results = {}
+        for tp in [tp for tp in self.partitions if req.tp in (None, tp)]:
+            if req.election_type == m.UNCLEAN:
+                results[tp] = self._elect_unclean(ctx, tp)
+            else:
+                results[tp] = self._elect_preferred_one(ctx, tp, "preferred_election")
+        if req.tp is None:
+            results = {tp: e for tp, e in results.items() if e != m.ELECTION_NOT_NEEDED}
+        self._emit(
+            "elect_leaders_result",
+            controller=self.address,
+            election_type=req.election_type,
+            results=results,
+        )
+
+    def _elect_unclean(self, ctx: Context, tp: str) -> str:
+        """An unclean election on request: only for a partition whose leader is gone, with
+        OfflinePartitionLeaderElectionStrategy(allowUnclean = true): a live ISR member if there
+        is one, else any live replica, whatever unclean.leader.election.enable says."""
+        state = self.partitions[tp]
+        if state.leader is not None and state.leader in self.live:
+            return m.ELECTION_NOT_NEEDED
+        new = self._elect(state, allow_unclean=True)
+        if new is None:
+            return m.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        self._commit(ctx, tp, state, new, "unclean_election_request")
+        return m.NONE
+
     def _elect_preferred(self, ctx: Context, only: str | None, reason: str) -> None:
+        for tp in self.partitions:
+            if only is None or tp == only:
+                self._elect_preferred_one(ctx, tp, reason)
+
+    def _elect_preferred_one(self, ctx: Context, tp: str, reason: str) -> str:
         """PreferredReplicaPartitionLeaderElection: the first assigned replica leads again when
         it is alive and in the ISR."""
-        for tp, state in self.partitions.items():
-            if only is not None and tp != only:
-                continue
-            preferred = state.replicas[0]
-            if state.leader != preferred and preferred in self.live and preferred in state.isr:
-                new = replace(state, leader=preferred, leader_epoch=state.leader_epoch + 1)
-                self._commit(ctx, tp, state, new, reason)
+        state = self.partitions[tp]
+        preferred = state.replicas[0]
+        if state.leader == preferred:
+            return m.ELECTION_NOT_NEEDED
+        if preferred not in self.live or preferred not in state.isr:
+            return m.PREFERRED_LEADER_NOT_AVAILABLE
+        new = replace(state, leader=preferred, leader_epoch=state.leader_epoch + 1)
+        self._commit(ctx, tp, state, new, reason)
+        return m.NONE
 
     def _auto_rebalance(self, ctx: Context) -> None:
         """checkAndTriggerAutoLeaderRebalance: for each broker, the share of the partitions it

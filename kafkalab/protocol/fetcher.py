@@ -265,9 +265,19 @@ class ReplicaFetcher:
 
     def truncate(self, ctx: Context, r: ReplicaState, offset: int, reason: str) -> None:
         """UnifiedLog.truncateTo: drop the records from ``offset`` on, and rebuild the producer
-        state from what is left."""
+        state from what is left. A truncation at or past the LEO removes nothing, but Kafka
+        logs it all the same (Log.truncateTo in 0.10, UnifiedLog.truncateTo's "has no effect"
+        in 3.7), so the trace notes it too."""
         old_leo, old_hw = r.log.leo, r.log.hw
         if offset >= old_leo:
+            ctx.emit(
+                "truncate_no_effect",
+                broker=self.host.id,
+                tp=r.tp,
+                to=offset,
+                leo=old_leo,
+                reason=reason,
+            )
             return
         removed = [rec.value for rec in r.log.records[offset:]]
         r.log.truncate_to(offset)

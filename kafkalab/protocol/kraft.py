@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from kafkalab.protocol import messages as m
+
 __all__ = [
     "BrokerInfo",
     "BrokerStateRecord",
@@ -34,6 +36,7 @@ __all__ = [
     "partition_change",
     "preferred_election",
     "remove_from_isr",
+    "requested_election",
     "without_elr_member",
 ]
 
@@ -168,6 +171,30 @@ def preferred_election(
         leader_epoch=part.leader_epoch + 1,
         partition_epoch=part.partition_epoch + 1,
     )
+
+
+def requested_election(
+    part: PartitionRegistration,
+    election_type: str,
+    acceptable: Callable[[int], bool],
+    rules: ElectionRules,
+) -> tuple[PartitionRegistration, str]:
+    """ReplicationControlManager.electLeader (3.1, KAFKA-13162): an operator's election of
+    ``election_type`` and its answer. Nothing to do when the partition already has its preferred
+    leader (preferred) or any leader (unclean): ELECTION_NOT_NEEDED. Else PartitionChangeBuilder
+    with Election.PREFERRED, or Election.UNCLEAN, which falls back to any acceptable replica
+    outside the ISR (electAnyLeader) whatever unclean.leader.election.enable says; no change
+    found is PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    if election_type == m.UNCLEAN:
+        if part.leader is not None:
+            return part, m.ELECTION_NOT_NEEDED
+        unclean = replace(rules, unclean=True)
+        new = partition_change(part, target_isr=part.isr, acceptable=acceptable, rules=unclean)
+        return new, m.NONE if new != part else m.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    if has_preferred_leader(part):
+        return part, m.ELECTION_NOT_NEEDED
+    new = preferred_election(part, acceptable)
+    return new, m.NONE if new != part else m.PREFERRED_LEADER_NOT_AVAILABLE
 
 
 def has_preferred_leader(part: PartitionRegistration) -> bool:

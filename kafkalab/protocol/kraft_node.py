@@ -19,8 +19,9 @@ What the active controller does (ClusterControlManager, ReplicationControlManage
 - AlterPartition from leaders, where a fenced or shutting-down replica may not be (KIP-841, 3.3);
 - controlled shutdown through the heartbeat (wantShutDown): leaderships move first, and the
   broker may stop once it leads nothing and every active broker has applied those records;
-- preferred-leader elections, on request and, with auto.leader.rebalance.enable, periodically
-  (KAFKA-13682, 3.2); unclean elections of leaderless partitions, periodically (KAFKA-12670, 3.9).
+- an operator's ElectLeaders, preferred or unclean (KAFKA-13162, 3.1; refused before);
+  preferred-leader elections, with auto.leader.rebalance.enable, periodically (KAFKA-13682,
+  3.2); unclean elections of leaderless partitions, periodically (KAFKA-12670, 3.9).
 
 A shortcut: a KRaft broker fetches the metadata log and applies each committed record
 (BrokerMetadataPublisher). Here the active controller sends each broker what a committed record
@@ -48,6 +49,7 @@ from kafkalab.protocol.kraft import (
     partition_change,
     preferred_election,
     remove_from_isr,
+    requested_election,
     without_elr_member,
 )
 from kafkalab.protocol.raft import QuorumController
@@ -151,8 +153,8 @@ class KRaftNode:
             self._on_heartbeat(ctx, src, msg)
         elif isinstance(msg, m.AlterIsr):
             self._on_alter_partition(ctx, src, msg)
-        elif isinstance(msg, m.ElectPreferredLeaders):
-            self._elect_preferred(ctx, msg.tp)
+        elif isinstance(msg, m.ElectLeaders):
+            self._on_elect_leaders(ctx, msg)
         elif isinstance(msg, m.ReconfigureRequest):
             # A config change elects nothing by itself: unclean election turned on reaches a
             # leaderless partition at the periodic check (KAFKA-12670, 3.9).
@@ -335,12 +337,7 @@ class KRaftNode:
         last = None
         for tp in sorted(self.partitions):
             reg = self._current(tp)
-            new = remove_from_isr(
-                reg,
-                broker,
-                acceptable=self._acceptable,
-                rules=self._rules(),
-            )
+            new = remove_from_isr(reg, broker, acceptable=self._acceptable, rules=self._rules())
             last = self._change(ctx, tp, new) or last
         return last
 
@@ -350,10 +347,7 @@ class KRaftNode:
             reg = self._current(tp)
             if reg.leader is None:
                 new = partition_change(
-                    reg,
-                    target_isr=reg.isr,
-                    acceptable=self._acceptable,
-                    rules=self._rules(),
+                    reg, target_isr=reg.isr, acceptable=self._acceptable, rules=self._rules()
                 )
                 self._change(ctx, tp, new)
 
@@ -551,7 +545,8 @@ class KRaftNode:
             if changes >= self.max_elections_per_imbalance:
                 self._balance_again = True
                 break
-            changes += self._elect_preferred(ctx, tp)
+            new = preferred_election(self._current(tp), self._acceptable)
+            changes += self._change(ctx, tp, new) is not None
 
     def _maybe_schedule_unclean(self, ctx: Context) -> None:
         """maybeScheduleNextElectUncleanLeaders (3.9, KAFKA-12670), after every controller
@@ -588,13 +583,17 @@ class KRaftNode:
             )
             changes += self._change(ctx, tp, new) is not None
 
-    def _elect_preferred(self, ctx: Context, only: str | None) -> int:
-        """PartitionChangeBuilder's preferred election: the preferred replica leads again when
-        it is in the ISR and acceptable. Returns how many partitions changed."""
-        changes = 0
-        for tp in sorted(self.partitions):
-            if only is not None and tp != only:
-                continue
-            new = preferred_election(self._current(tp), self._acceptable)
-            changes += self._change(ctx, tp, new) is not None
-        return changes
+    def _on_elect_leaders(self, ctx: Context, req: m.ElectLeaders) -> None:
+        """An operator's ElectLeaders (ReplicationControlManager.electLeaders, KAFKA-13162, 3.1;
+        see :func:`requested_election`); asked for every partition, those that needed no
+        election are left out of the answer."""
+        results, kind = {}, req.election_type
+        for tp in [tp for tp in sorted(self.partitions) if req.tp in (None, tp)]:
+            reg = self._current(tp)
+            new, results[tp] = requested_election(reg, kind, self._acceptable, self._rules())
+            if not self.config.kraft_elect_leaders:  # 2.8, 3.0: the broker refused it
+                new, results[tp] = reg, m.UNSUPPORTED_VERSION
+            self._change(ctx, tp, new)
+        if req.tp is None:
+            results = {tp: e for tp, e in results.items() if e != m.ELECTION_NOT_NEEDED}
+        ctx.emit("elect_leaders_result", controller=self.id, election_type=kind, results=results)

@@ -54,7 +54,7 @@ __all__ = [
     "ControlledShutdownResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
-    "ElectPreferredLeaders",
+    "ElectLeaders",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",
@@ -133,6 +133,12 @@ INVALID_TXN_STATE = "INVALID_TXN_STATE"
 NETWORK_EXCEPTION = "NETWORK_EXCEPTION"  # a client's broken connection; no broker sends it
 INVALID_PRODUCER_ID_MAPPING = "INVALID_PRODUCER_ID_MAPPING"
 UNSTABLE_OFFSET_COMMIT = "UNSTABLE_OFFSET_COMMIT"  # KIP-447 (2.5): offsets pending
+# ElectLeaders' answers for a partition (KIP-460): its leader is already what the election type
+# asks for; the preferred replica cannot lead; no replica can lead; the broker cannot do it.
+ELECTION_NOT_NEEDED = "ELECTION_NOT_NEEDED"
+PREFERRED_LEADER_NOT_AVAILABLE = "PREFERRED_LEADER_NOT_AVAILABLE"
+ELIGIBLE_LEADERS_NOT_AVAILABLE = "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+UNSUPPORTED_VERSION = "UNSUPPORTED_VERSION"
 
 
 # The four produce and fetch messages write __init__ out (init=False): compiled, far faster.
@@ -352,11 +358,19 @@ class ControlledShutdownResponse:
     remaining: tuple[str, ...]  # partitions still led by the broker
 
 
+# ElectLeaders' election types (KIP-460, 2.4; kafka-leader-election.sh --election-type).
+PREFERRED = "preferred"  # leadership back to the first assigned replica
+UNCLEAN = "unclean"  # a leaderless partition gets a leader, from outside the ISR if need be
+ELECTION_TYPES = (PREFERRED, UNCLEAN)
+
+
 @dataclass(frozen=True, slots=True)
-class ElectPreferredLeaders:
-    """An operator asks the controller to move leadership back to preferred replicas."""
+class ElectLeaders:
+    """An operator asks the controller for leader elections (ElectLeaders; before KIP-460 only
+    preferred ones, as ElectPreferredLeaders or the ZooKeeper path)."""
 
     tp: str | None = None  # None: every partition
+    election_type: str = PREFERRED
 
 
 @dataclass(frozen=True, slots=True)

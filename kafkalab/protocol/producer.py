@@ -32,6 +32,10 @@ class Send:
 
 
 class Producer:
+    # It closes a connection whose request timed out (NetworkClient.handleTimedOutRequests); its
+    # next request goes on a new one.
+    manages_connections = True
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.correlation = 0
@@ -76,7 +80,9 @@ class Producer:
                 self._arm(ctx, deadline)
                 break
             del self.deadlines[cid]
-            self._outcome(ctx, self.inflight.pop(cid), m.REQUEST_TIMED_OUT, -1)
+            pending = self.inflight.pop(cid)
+            ctx.disconnect(pending[3])
+            self._outcome(ctx, pending, m.REQUEST_TIMED_OUT, -1)
 
     def _arm(self, ctx: Context, deadline: int) -> None:
         # One timer for every request in flight: they share request.timeout.ms, so the oldest

@@ -274,7 +274,11 @@ def abortable(p: TxnProducer, error: str) -> None:
     can only be aborted; since 2.5 (KIP-360, ``kip360``) its abort also bumps the epoch, so
     that the next transaction's sequences start from 0 (epochBumpRequired), unless the
     transaction was already being completed."""
-    if p.settings.kip360 and p.txn_state not in (COMMITTING, ABORTING):
+    if p.txn_state == ABORTING:
+        # transitionToAbortableError skips a transaction already being aborted (since
+        # 0.11.0.0, KAFKA-5427): a batch failing during the abort does not stop it
+        return
+    if p.settings.kip360 and p.txn_state != COMMITTING:
         p.epoch_bump_required = True
     p.txn_state = ABORTABLE_ERROR
     p.txn_error = error

@@ -241,7 +241,7 @@ def _no_argument(action: Action, arg: Any) -> dict[str, Any]:
 
 def _client_settings(action: Action, arg: Any) -> dict[str, Any]:
     if not isinstance(arg, dict) or "name" not in arg:
-        raise ScenarioError("give settings with a name, like {name: c1}")
+        raise ScenarioError("give settings with a name, like {name: app1}")
     return {"settings": dict(arg)}
 
 

@@ -60,6 +60,13 @@ __all__ = [
     "register",
 ]
 
+
+def _election_type(name: str, value: object) -> None:
+    from kafkalab.sim.elections import election_type
+
+    election_type(value)
+
+
 # ---- the vocabulary -------------------------------------------------------------------------
 
 _BROKER = Param("broker", required=True, broker=True)
@@ -204,6 +211,15 @@ for _action in (
         (Param("partition"),),
         scalar="partition",
         explorer=True,
+    ),
+    Action(
+        "elect_leaders",
+        "an operator's ElectLeaders request (`election_type` preferred or unclean; of one "
+        "`partition`, or of all): the controller's answer is the trace's elect_leaders_result",
+        "`elect_leaders: unclean`",
+        (Param("election_type", required=True, check=_election_type), Param("partition")),
+        scalar="election_type",
+        fault=True,
     ),
     Action(
         "crash",

@@ -4,13 +4,15 @@ clients, their transactions, polls and offset commits, and their crashes and res
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import random
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ActionError, ConfigError, did_you_mean
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.broker import Broker
 from kafkalab.protocol.client import (
+    JITTER_DRAW_BOUND,
     KafkaProducer,
     ProduceCommand,
     ProducerSettings,
@@ -21,7 +23,8 @@ from kafkalab.protocol.consumer import ConsumerSettings, KafkaConsumer, Poll
 from kafkalab.protocol.offsets import offsets_partition
 from kafkalab.protocol.producer import Producer, Send
 from kafkalab.protocol.transactions import txn_partition
-from kafkalab.sim.engine import CLIENT_HOST
+from kafkalab.sim.control import ACTIVE_CONTROLLER
+from kafkalab.sim.engine import CLIENT_HOST, draw_between
 
 if TYPE_CHECKING:
     from kafkalab.sim.facade import Facade
@@ -67,12 +70,12 @@ class ClientSteps:
             c._check_broker(to)
         client = self.sim.actors.get(producer)
         named = isinstance(client, KafkaProducer)
-        requests = ("ok", "lost", "delayed") if named else ("ok", "lost")
-        if response not in ("ok", "lost") or request not in requests:
-            bad = response if response not in ("ok", "lost") else request
+        allowed = ("ok", "lost", "delayed") if named else ("ok", "lost")
+        if response not in allowed or request not in allowed:
+            bad = response if response not in allowed else request
             raise ActionError(
                 f"{bad!r} is not allowed for request/response: use ok or lost (a named "
-                "producer's request can also be delayed)"
+                "producer's request or response can also be delayed)"
             )
         if isinstance(client, KafkaProducer):
             if acks is not None or producer_id is not None:
@@ -159,8 +162,9 @@ class ClientSteps:
         if leader is not None and request != "ok":
             delay = None if request == "lost" else delay_ms
             self.sim.add_rule(client.name, leader, (msgs.ProduceRequest,), delay)
-        if leader is not None and response == "lost":
-            self.sim.add_rule(leader, client.name, (msgs.ProduceResponse,), None)
+        if leader is not None and response != "ok":
+            delay = None if response == "lost" else delay_ms
+            self.sim.add_rule(leader, client.name, (msgs.ProduceResponse,), delay)
         self.sim.command(client.name, ProduceCommand(tp, tuple(batch)))
         self._settle(client.name)
         return batch
@@ -169,12 +173,12 @@ class ClientSteps:
 
     def producer(self, name: str, settings: Mapping[str, Any]) -> None:
         c = self.cluster
-        if not isinstance(name, str) or not name or name in self.sim.actors:
-            raise ActionError(f"producer name {name!r} is not allowed: use a new, non-empty name")
+        self._check_new_name("producer", name)
         values = _client_settings("producer", ProducerSettings, settings)
         txn_id = values.get("transactional_id")
         self._producer_defaults(values)
         values.setdefault("request_timeout_ms", c.config.request_timeout_ms)
+        self._release_settings(name, values)
         if txn_id:
             self._check_internal(txn_partition(str(txn_id)), "transactional_ids", txn_id)
             values["transaction_version"] = c.config.transaction_version
@@ -184,6 +188,8 @@ class ClientSteps:
                 "kip360": c.config.kip360,
                 "invalid_producer_epoch_abortable": c.config.invalid_producer_epoch_abortable,
                 "idempotence_five_in_flight": c.config.idempotence_five_in_flight,
+                "retry_backoff_exponential": c.config.retry_backoff_exponential,
+                "retry_backoff_skips_new_leader": c.config.retry_backoff_skips_new_leader,
             }
             settings_obj = ProducerSettings(**{**values, **release})
         except (ConfigError, TypeError) as err:
@@ -191,6 +197,20 @@ class ClientSteps:
         c._step("producer", name=name, settings=values)
         self.clients[name] = ("producer", settings_obj)
         self._start(name)
+
+    def _release_settings(self, name: str, values: dict[str, Any]) -> None:
+        """retry.backoff.max.ms came with KIP-580 (3.7) and is refused before; the connection
+        setup timeout follows the release (the operating system's before KIP-601, 2.7)."""
+        config = self.cluster.config
+        if "retry_backoff_max_ms" in values and not config.retry_backoff_exponential:
+            raise ActionError(
+                f"producer {name!r}: retry.backoff.max.ms is not allowed with preset "
+                f"{config.preset or 'custom'} (retry_backoff_exponential off): the setting came "
+                "with KIP-580 in Kafka 3.7; use preset 3.7 or later"
+            )
+        values.setdefault(
+            "socket_connection_setup_timeout_ms", config.socket_connection_setup_timeout_ms
+        )
 
     def _producer_defaults(self, values: dict[str, Any]) -> None:
         """The settings a producer leaves unset, as KafkaProducer fills them in for the
@@ -221,8 +241,7 @@ class ClientSteps:
 
     def consumer(self, name: str, partitions: Any, settings: Mapping[str, Any]) -> None:
         c = self.cluster
-        if not isinstance(name, str) or not name or name in self.sim.actors or name in self.clients:
-            raise ActionError(f"consumer name {name!r} is not allowed: use a new, non-empty name")
+        self._check_new_name("consumer", name)
         aliases = {"group": "group.id"}
         values = _client_settings("consumer", ConsumerSettings, settings, aliases)
         if values.get("group_id"):
@@ -247,6 +266,20 @@ class ClientSteps:
         self.clients[name] = ("consumer", (settings_obj, tps))
         self._start(name)
 
+    def _check_new_name(self, kind: str, name: Any) -> None:
+        """A client's name must be new and must not be a controller node's (a KRaft controller
+        that crashed keeps its name: its restart would find a client there)."""
+        nodes = self.cluster.control.node_names
+        reserved = (*nodes, ACTIVE_CONTROLLER) if nodes else ()
+        if isinstance(name, str) and name in reserved:
+            raise ActionError(
+                f"{kind} name {name!r} is not allowed: {', '.join(nodes)} name the KRaft "
+                f"controller nodes and {ACTIVE_CONTROLLER!r} the active one; use a new, "
+                f"non-empty name other than {', '.join(reserved)}"
+            )
+        if not isinstance(name, str) or not name or name in self.sim.actors or name in self.clients:
+            raise ActionError(f"{kind} name {name!r} is not allowed: use a new, non-empty name")
+
     def _check_internal(self, tp: str, argument: str, value: Any) -> None:
         if tp not in self.cluster.assignment:
             raise ActionError(
@@ -259,7 +292,8 @@ class ClientSteps:
         kind, settings = self.clients[name]
         brokers = tuple(self.cluster.broker_ids)
         if kind == "producer":
-            client: Any = KafkaProducer(name, settings, brokers)
+            draws = _draws(self.sim.stream(f"retry-backoff:{name}"), JITTER_DRAW_BOUND)
+            client: Any = KafkaProducer(name, settings, brokers, backoff_draws=draws)
             host = name if settings.transactional_id else CLIENT_HOST
         else:
             settings, tps = settings
@@ -374,3 +408,9 @@ def _client_settings(
             raise ActionError(f"unknown {kind} setting {key!r}{hint}")
         values[name] = value
     return values
+
+
+def _draws(rng: random.Random, below: int) -> Iterator[int]:
+    """An endless stream of draws below ``below`` from one client's own stream of the seed."""
+    while True:
+        yield draw_between(rng.getrandbits, 0, below - 1)

@@ -27,6 +27,7 @@ from kafkalab.sim.brokers import BrokerSteps
 from kafkalab.sim.clients import CLIENT_HOST, ClientSteps
 from kafkalab.sim.control import CONTROLLER_NODES as CONTROLLER_NODES
 from kafkalab.sim.control import ControlPlane, control_plane
+from kafkalab.sim.elections import elect_leaders
 from kafkalab.sim.engine import Simulation, collector_paused
 from kafkalab.sim.network import NetworkSteps
 from kafkalab.sim.settings import DYNAMIC_BROKER_KEYS as DYNAMIC_BROKER_KEYS
@@ -210,10 +211,10 @@ class Cluster:
         client with stale metadata, still talking to a replaced leader). ``producer_id``,
         ``producer_epoch`` and ``sequence`` make the batch an idempotent producer's (what its
         client would send; a retry is the same batch sent again). ``response`` "lost": the leader
-        handles the request but its answer never arrives; ``request`` "lost": the request never
-        arrives; "delayed" (a named client's request only): it arrives ``delay_ms`` later. With
-        ``producer`` naming a client made by :meth:`producer`, that client sends (and retries)
-        the batch with its own settings. Returns the values sent."""
+        handles the request but its answer never arrives (nor what follows on that connection,
+        until it is set up again); ``request`` "lost": it never arrives; "delayed" (a named
+        client's only): it arrives ``delay_ms`` later. With ``producer`` naming a client made by
+        :meth:`producer`, that client sends (and retries) the batch. Returns the values sent."""
         return self._client_steps.produce(
             value,
             values,
@@ -359,13 +360,12 @@ class Cluster:
     def elect_preferred(self, partition: str | None = None) -> None:
         """Ask the controller to move leadership back to each partition's preferred replica
         (the first assigned) where it is alive and in the ISR."""
-        tp = None if partition is None else self._tp(partition)
-        target = self.controller
-        if target is None:
-            raise ActionError("no controller is elected right now")
-        self._step("elect_preferred", partition=tp)
-        self.sim.send("client", target, msgs.ElectPreferredLeaders(tp))
-        self._settle()
+        elect_leaders(self, msgs.PREFERRED, partition, "elect_preferred")
+
+    def elect_leaders(self, election_type: str, partition: int | str | None = None) -> None:
+        """An operator's ElectLeaders (``preferred`` or ``unclean``; see
+        :mod:`kafkalab.sim.elections`): Kafka's answer is the trace's elect_leaders_result."""
+        elect_leaders(self, election_type, partition, "elect_leaders")
 
     def advance(self, ms: int) -> None:
         """Let ``ms`` simulated milliseconds pass: due timers fire (ISR expiry, session expiry,
@@ -386,7 +386,7 @@ class Cluster:
         at once; the controller also elects a leader for any leaderless partition the new
         settings allow (unclean.leader.election.enable turned on: KAFKA-6835, 2.1). A KRaft
         controller does so only at its periodic check, every unclean.leader.election.interval.ms
-        (KAFKA-12670, 3.9; before 3.9 it never elects uncleanly)."""
+        (KAFKA-12670, 3.9; before, it ignores the setting: see ``elect_leaders``)."""
         self._settings.set_config(settings, broker, topic)
 
     def delete_records(self, offset: int, *, partition: int | str | None = None) -> None:
@@ -405,7 +405,7 @@ class Cluster:
     ) -> None:
         """What becomes of the next AlterPartition (ISR change) the partition's leader sends:
         ``delayed`` reaches the controller ``delay_ms`` later (the change stays in flight until
-        time passes), ``lost`` never arrives (the leader gives up after request.timeout.ms),
+        time passes), ``lost`` never arrives (the leader sends it again after request.timeout.ms),
         ``refused``: the controller applies nothing and answers ``error``."""
         self._brokers.alter_partition(answer, partition, delay_ms, error)
 

@@ -4,11 +4,30 @@ A heap ordered by (time_ms, sequence) holds message deliveries and timers; sched
 workload's and the fault schedule's steps, nearly all known before the run starts) wait in a
 sorted list beside it, and the loop takes whichever of the two comes first. Both share one
 sequence, so the order is the one a single heap would give, while the heap stays small.
-Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut. Messages
-on one link arrive in the order they were sent (TCP). When a process dies on a host that stays
-up, the host resets its connections: the actors that await its answers are told. One seed
-drives every random draw, split into named streams so that adding a fault type does not change
-the network's draws.
+Actors are hosted at addresses; addresses live on hosts; links join hosts and can be cut.
+
+Two actors talk over connections, one per named channel (:func:`channel`): a client has one
+connection to each broker, and a broker reaches the controller over one connection for its
+heartbeats and another for AlterPartition, as Kafka's BrokerLifecycleManager and its
+alter-partition channel manager each have their own NetworkClient. Messages on one connection
+arrive in the order they were sent (TCP), and a broker handles a client's requests on one
+connection one after another: Kafka's SocketServer processor mutes a connection from reading a
+request until its response is sent (since 0.8, whatever max.in.flight.requests.per.connection
+lets the client send), so a request waiting in purgatory holds the next one unread, and the
+answers come back in order. A delay on one channel holds nothing on another. TCP never loses one
+message and delivers the next: a message that is lost (a cut link, random loss, a test's rule)
+breaks its connection, and everything sent on it after that is lost too, in both directions,
+until the connection is set up again. A client (an actor with ``manages_connections``) does that
+itself: it closes the connection (:meth:`Context.disconnect`, on its request timeout) and opens
+a new one (:class:`Connect`). Between actors that do not manage connections (brokers,
+controllers, consumers) a message sent by a later handler (a timer, another message, a step)
+opens a new connection: each of them sends again on its own, as Kafka's would after its request
+timeout; what the same handler sent after the lost message is lost with it. Messages sent
+``hold`` (the controller's channel retries) and ZooKeeper's sessions never break.
+
+When a process dies on a host that stays up, the host resets its connections: the actors that
+await its answers are told. One seed drives every random draw, split into named streams so that
+adding a fault type does not change the network's draws.
 """
 
 from __future__ import annotations
@@ -22,13 +41,51 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafkalab.protocol.actor import ConnectionClosed, Context
+from kafkalab.protocol import kraft_messages as km
+from kafkalab.protocol import messages as m
+from kafkalab.protocol.actor import Connect, Connected, ConnectionClosed, Context
 from kafkalab.sim.trace import Event, Trace
 
-__all__ = ["Simulation", "collector_paused", "draw_between"]
+__all__ = ["Simulation", "channel", "collector_paused", "draw_between"]
 
 _DELIVER, _TIMER, _CALL = 0, 1, 2
+# A delivery's last field: True (sent with hold), False, or one of these marks
+_DOOMED = "doomed"  # sent on a connection that broke before it arrived
+_PASS = "pass"  # the request a muted connection reads next
 CLIENT_HOST = "client"  # the host every client (producer, consumer) runs on
+
+# The named channels between two actors; every other message goes on "requests" (a client's
+# one connection to a broker). Kafka's broker keeps a NetworkClient per purpose: the replica
+# fetcher threads, the BrokerLifecycleManager (registration, heartbeats), the alter-partition
+# channel manager, the ZooKeeper-mode controller's ControllerChannelManager and the controlled
+# shutdown's own client.
+_CHANNELS: dict[type, str] = {
+    m.FetchRequest: "replica_fetcher",
+    m.FetchResponse: "replica_fetcher",
+    m.OffsetsForLeaderEpochRequest: "replica_fetcher",
+    m.OffsetsForLeaderEpochResponse: "replica_fetcher",
+    km.BrokerRegistration: "broker_lifecycle",
+    km.BrokerRegistrationResponse: "broker_lifecycle",
+    km.BrokerHeartbeat: "broker_lifecycle",
+    km.BrokerHeartbeatResponse: "broker_lifecycle",
+    m.AlterIsr: "alter_partition",
+    m.AlterIsrResponse: "alter_partition",
+    m.LeaderAndIsr: "controller_channel",
+    m.UpdateMetadata: "controller_channel",
+    m.ControlledShutdownRequest: "controlled_shutdown",
+    m.ControlledShutdownResponse: "controlled_shutdown",
+}
+REQUESTS_CHANNEL = "requests"
+
+
+def channel(msg: Any) -> str:
+    """The named channel ``msg`` travels on between its two actors."""
+    return _CHANNELS.get(type(msg), REQUESTS_CHANNEL)
+
+
+def _conn_key(a: Any, b: Any, msg: Any) -> tuple[Any, ...]:
+    """One connection's key, the same in both directions."""
+    return (a, b, channel(msg)) if str(a) <= str(b) else (b, a, channel(msg))
 
 
 @contextmanager
@@ -91,7 +148,7 @@ class Simulation:
         self._net_bits = self._net_rng.getrandbits
         self.loss_rate = loss_rate  # the chance that a message between two hosts is lost
         self._loss_rng = self.stream("loss")
-        self._last_arrival: dict[tuple[Any, Any], int] = {}
+        self._last_arrival: dict[tuple[Any, Any, str], int] = {}  # per connection
         self.bandwidth: dict[frozenset[Any], float] = {}  # bytes per ms of a throttled link
         self._link_free: dict[tuple[Any, Any], int] = {}  # when a link has sent what it holds
         self._rules: list[list[Any]] = []  # one-shot network rules: [src, dst, types, delay|None]
@@ -103,6 +160,12 @@ class Simulation:
         self._deferred: dict[Any, list[tuple[Any, ...]]] = {}
         # addresses whose process died on a host that is still up: it resets their connections
         self.refusing: set[Any] = set()
+        # broken connections, and those that broke during the handler running now
+        self._broken: set[tuple[Any, ...]] = set()
+        self._broken_now: set[tuple[Any, ...]] = set()
+        # a client's connections whose request the broker is handling: what arrives meanwhile
+        # waits, in order: (src, dst, channel) -> deliveries (without time and sequence)
+        self._muted: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
     def stream(self, name: str) -> random.Random:
         """A named random stream derived from the seed (string seeds hash deterministically)."""
@@ -126,6 +189,9 @@ class Simulation:
         self.hosts[address] = host
         self.incarnation[address] = self.incarnation.get(address, 0) + 1
         self.refusing.discard(address)
+        if self._muted:  # a new process reads its new connections
+            for key in [k for k in self._muted if k[1] == address]:
+                self._release(key, "not_running")
         self._run_handler(address, actor.start)
 
     def remove(self, address: Any, *, host_up: bool = False) -> Any:
@@ -160,6 +226,8 @@ class Simulation:
         self._run_handler(address, self.actors[address].handle, "local", msg)
 
     def _run_handler(self, address: Any, handler: Callable[..., None], *args: Any) -> None:
+        if self._broken_now:
+            self._broken_now.clear()
         ctx = Context(self.now, address)
         handler(ctx, *args)
         self._apply(address, ctx)
@@ -169,6 +237,9 @@ class Simulation:
         if ctx.events:
             for kind, data in ctx.events:
                 self.record(kind, address, data)
+        if ctx.disconnects:
+            for peer in ctx.disconnects:
+                self._reconnect(address, peer)
         if ctx.sends:
             for dst, msg, hold in ctx.sends:
                 self.send(address, dst, msg, hold)
@@ -228,6 +299,86 @@ class Simulation:
         self._held.setdefault(key, []).append((src, dst, msg, inc))
         self.record("hold", src, {"dst": dst, "msg": msg})
 
+    # ---- connections -------------------------------------------------------------------------
+
+    def _breaks(self, src: Any, dst: Any, msg: Any, hold: Any) -> bool:
+        """Whether losing ``msg`` breaks its connection (not the controller's retried channel,
+        not ZooKeeper's sessions, not a connection attempt)."""
+        if hold is True or isinstance(msg, Connect | Connected | ConnectionClosed):
+            return False
+        return "zk" not in (self.hosts.get(src, src), self.hosts.get(dst, dst))
+
+    def _break(self, src: Any, dst: Any, msg: Any, after_seq: int | None = None) -> None:
+        """A message of the connection was lost: it is broken until it is set up again. With
+        ``after_seq`` (lost in flight), what was sent on it after the lost message is lost too."""
+        key = _conn_key(src, dst, msg)
+        self._broken.add(key)
+        self._broken_now.add(key)
+        if after_seq is None:
+            return
+        for entries in (self._heap, *self._deferred.values()):
+            for i, e in enumerate(entries):
+                if e[2] == _DELIVER and e[1] > after_seq and _conn_key(e[3], e[4], e[5]) == key:
+                    entries[i] = (*e[:7], _DOOMED)  # same time and sequence: the heap holds
+
+    def _on_broken(self, src: Any, dst: Any, msg: Any) -> bool:
+        """Whether ``msg``, being sent, goes on a broken connection. Between two actors that do
+        not manage their connections, a later handler run sets it up again."""
+        key = _conn_key(src, dst, msg)
+        if key not in self._broken or isinstance(msg, Connect | Connected | ConnectionClosed):
+            return False
+        if key in self._broken_now or self._manages(src) or self._manages(dst):
+            return True
+        self._broken.discard(key)
+        return False
+
+    def _manages(self, address: Any) -> bool:
+        return bool(getattr(self.actors.get(address), "manages_connections", False))
+
+    def _reconnect(self, address: Any, peer: Any) -> None:
+        """``address`` closed its connections to ``peer``: the next message opens a new one, and
+        what the broker had not read from the old one is lost."""
+        for key in [k for k in self._broken if {k[0], k[1]} == {address, peer}]:
+            self._broken.discard(key)
+        for key in [k for k in self._muted if k[0] == address and k[1] == peer]:
+            self._release(key, "connection_closed")
+
+    def _mutes(self, src: Any, msg: Any) -> bool:
+        """Whether delivering ``msg`` mutes its connection: a request that is answered (a produce
+        with acks=0 is not) from a client that declares ``one_request_at_a_time``."""
+        if not type(msg).__name__.endswith("Request") or getattr(msg, "acks", None) == 0:
+            return False
+        return bool(getattr(self.actors.get(src), "one_request_at_a_time", False))
+
+    def _unmute(self, src: Any, dst: Any, msg: Any) -> None:
+        """``src`` answers ``dst`` on a muted connection: the next waiting request is read (it
+        passes, and mutes the connection again), the others keep waiting behind it."""
+        key = (dst, src, channel(msg))
+        waiting = self._muted.get(key)
+        if waiting is None or not type(msg).__name__.endswith("Response"):
+            return
+        if not waiting:
+            del self._muted[key]
+            return
+        self._seq += 1
+        heapq.heappush(self._heap, (self.now, self._seq, *waiting.pop(0)[:5], _PASS))
+
+    def _wait_unread(self, entry: tuple[Any, ...]) -> bool:
+        """Whether the delivery ``entry`` waits on its muted connection (it does unless it was
+        just released from there)."""
+        if entry[7] == _PASS:
+            return False
+        waiting = self._muted.get((entry[3], entry[4], channel(entry[5])))
+        if waiting is None:
+            return False
+        waiting.append(entry[2:])
+        return True
+
+    def _release(self, key: tuple[Any, ...], reason: str) -> None:
+        """Unmute ``key`` and drop what waited on it."""
+        for entry in self._muted.pop(key, []):
+            self.record("drop", entry[1], {"dst": entry[2], "msg": entry[3], "reason": reason})
+
     def add_rule(
         self,
         src: Any,
@@ -244,15 +395,20 @@ class Simulation:
         self._rules.append([src, dst, tuple(types), delay_ms, match, reply])
 
     def send(self, src: Any, dst: Any, msg: Any, hold: bool = False) -> None:
+        if self._muted:
+            self._unmute(src, dst, msg)
+        if self._broken and self._on_broken(src, dst, msg):
+            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
+            return
         if self.cut and not self.link_up(src, dst):
             if hold:
                 self._hold(src, dst, msg, self.incarnation.get(dst, 0))
             else:
-                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+                self._lose(src, dst, msg, "link_cut")
             return
         extra = 0
         if self.loss_rate and not hold and self._lossy(src, dst):
-            self.record("drop", src, {"dst": dst, "msg": msg, "reason": "random_loss"})
+            self._lose(src, dst, msg, "random_loss")
             return
         if self._rules:
             for rule in self._rules:
@@ -268,13 +424,19 @@ class Simulation:
                         self.send(dst, src, rule[5](msg))
                         return
                     if rule[3] is None:
-                        self.record("drop", src, {"dst": dst, "msg": msg, "reason": "lost"})
+                        self._lose(src, dst, msg, "lost")
                         return
                     extra = rule[3]
                     break
         if self.trace_messages:
             self.record("send", src, {"dst": dst, "msg": msg})
         self._deliver_later(src, dst, msg, self.incarnation.get(dst, 0), hold, extra)
+
+    def _lose(self, src: Any, dst: Any, msg: Any, reason: str) -> None:
+        """``msg`` is lost as it is sent: its connection breaks from here on."""
+        self.record("drop", src, {"dst": dst, "msg": msg, "reason": reason})
+        if self._breaks(src, dst, msg, False):
+            self._break(src, dst, msg)
 
     def _deliver_later(
         self, src: Any, dst: Any, msg: Any, inc: int, hold: bool, extra: int = 0
@@ -285,11 +447,11 @@ class Simulation:
             arrival = self.now + extra
         else:
             arrival = self.now + draw_between(self._net_bits, lo, hi) + extra
-        key = (src, dst)
+        key = (src, dst, channel(msg))
         if self.bandwidth:
             arrival += self._transfer_ms(src, dst, msg)
         last = self._last_arrival.get(key, 0)
-        if last > arrival:  # TCP: nothing overtakes an earlier message on the same link
+        if last > arrival:  # TCP: nothing overtakes an earlier message on the same connection
             arrival = last
         self._last_arrival[key] = arrival
         self._seq += 1
@@ -371,21 +533,34 @@ class Simulation:
                 self._deferred.setdefault(host, []).append(entry)
                 return
         if kind == _DELIVER:
-            _, _, _, src, dst, msg, inc, hold = entry
+            _, seq, _, src, dst, msg, inc, mark = entry
+            hold = mark is True
             actor = self.actors.get(dst)
             if actor is None and dst in self.refusing and self._refused(src, dst):
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "refused"})
                 self._connection_closed(dst, src, True)
             elif actor is None or self.incarnation[dst] != inc:
                 self.record("drop", src, {"dst": dst, "msg": msg, "reason": "not_running"})
+            elif mark == _DOOMED:
+                self.record("drop", src, {"dst": dst, "msg": msg, "reason": "connection_broken"})
             elif self.cut and not self.link_up(src, dst):
                 if hold:
                     self._hold(src, dst, msg, inc)
                 else:
                     self.record("drop", src, {"dst": dst, "msg": msg, "reason": "link_cut"})
+                    if self._breaks(src, dst, msg, hold):
+                        self._break(src, dst, msg, seq)
+            elif isinstance(msg, Connect):
+                self.send(dst, src, Connected(dst))  # the handshake got through
+            elif self._muted and self._wait_unread(entry):
+                return
             else:
+                if self._mutes(src, msg):
+                    self._muted.setdefault((src, dst, channel(msg)), [])
                 if self.trace_messages:
                     self.record("deliver", dst, {"src": src, "msg": msg})
+                if self._broken_now:
+                    self._broken_now.clear()
                 ctx = Context(self.now, dst)  # _run_handler, without its argument tuples
                 actor.handle(ctx, src, msg)
                 self._apply(dst, ctx)
@@ -393,6 +568,8 @@ class Simulation:
             _, _, _, address, inc, name, data = entry
             actor = self.actors.get(address)
             if actor is not None and self.incarnation[address] == inc:
+                if self._broken_now:
+                    self._broken_now.clear()
                 ctx = Context(self.now, address)
                 actor.on_timer(ctx, name, data)
                 self._apply(address, ctx)

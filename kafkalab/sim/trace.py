@@ -54,6 +54,8 @@ EVENT_KINDS: dict[str, str] = {
     "append": "a leader appended records (first, last, leader_epoch)",
     "replicate": "a follower appended fetched records (first, last)",
     "truncate": "a replica removed records (to, old_leo, old_hw, removed, reason)",
+    "truncate_no_effect": "a replica truncated at or past its LEO, removing nothing (to, leo, "
+    "reason): Kafka logs it all the same",
     "hw": "a replica's high watermark changed (old, new)",
     "alter_isr": "a leader asked the controller to change the ISR (isr, reason)",
     "isr_applied": "a leader applied an ISR change the controller committed (isr)",
@@ -68,6 +70,8 @@ EVENT_KINDS: dict[str, str] = {
     "fetch_fenced": "since 2.1: a follower fenced by its leader stops fetching until its next "
     "LeaderAndIsr (leader_epoch)",
     "partition_state": "the controller committed leader/ISR (leader, leader_epoch, isr, reason)",
+    "elect_leaders_result": "the controller answered an operator's ElectLeaders (election_type, "
+    "results: each partition's error, NONE when elected)",
     "broker_failure": "the controller handled failed brokers (brokers)",
     "broker_startup": "the controller handled started brokers (brokers)",
     "zk_session": "ZooKeeper created a broker session (broker, session)",
@@ -82,6 +86,10 @@ EVENT_KINDS: dict[str, str] = {
     "duplicate": "a leader recognised an idempotent batch it already has (producer_id, first)",
     "produce_rejected": "a leader refused an idempotent batch (error, producer_id, sequence)",
     "produce_retry": "a producer client will send a batch again (error, attempt)",
+    "client_disconnect": (
+        "a producer client closed its connection to a broker (request timeout, a reset), or gave "
+        "up setting one up (node)"
+    ),
     "marker_rejected": "a leader refused a transaction marker (error: a stale producer or "
     "coordinator epoch)",
     "alter_isr_failed": "the controller refused a leader's ISR change (error)",

@@ -15,6 +15,7 @@ from typing import Any
 
 from kafkalab import scenarios
 from kafkalab.check.invariants import Report
+from kafkalab.config import implied_switches
 from kafkalab.errors import KafkalabError
 from kafkalab.scenarios import Scenario, Step
 from kafkalab.sim import actions
@@ -93,6 +94,14 @@ class ExplorerModel:
         # the base scenario: a variant is stepped through without them (as scenarios.run does).
         script = [st for st in s.steps if variant is None or st.kind != "check"]
         self._reset(script)
+
+    @property
+    def implied(self) -> list[str]:
+        """The fixes the settings turn off because a switch they need is off (or a removed
+        behaviour is on), one line each for the learner."""
+        if self.scenario is not None:
+            return implied_switches({**self.scenario.config, **self.overrides})
+        return implied_switches(self._custom[1])
 
     def _fresh_cluster(self) -> Cluster:
         if self.scenario is not None:

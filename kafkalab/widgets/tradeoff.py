@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafkalab.config import make_config
+from kafkalab.config import implied_switches, make_config
 from kafkalab.errors import ConfigError
 from kafkalab.sim.timed import Workload, random_faults, simulate
 
@@ -63,6 +63,11 @@ class TradeoffSettings:
         extra += "" if self.leader_epochs else " no-epochs"
         rf = self.replication_factor
         return f"acks={self.acks} minISR={self.min_insync_replicas} RF={rf}{extra}"
+
+    @property
+    def implied(self) -> list[str]:
+        """The fixes these settings turn off with leader epochs, one line each."""
+        return implied_switches(self.config())
 
     def config(self) -> dict[str, Any]:
         return {

@@ -306,7 +306,7 @@ class ClusterExplorer:
             f": {html.escape(s.description)}</p>"
             if s
             else "<p>A fresh cluster: take any step.</p>"
-        )
+        ) + _implied_html(m.implied)
         ok = "" if m.last.ok else "<b>refused:</b> "
         fork = f" · branches started: {m.forks}" if m.forks else ""
         self.status.value = f"<p>{ok}{html.escape(pictures.status)}{fork}</p>"
@@ -335,6 +335,11 @@ def _alerts_html(alerts: list[str]) -> str:
         "border-left:6px solid #D55E00;background:#fff4ec;color:#1a1a1a'>"
         f"<b>⚠ Invariant report:</b><ul style='margin:.2em 0'>{items}</ul></div>"
     )
+
+
+def _implied_html(lines: list[str]) -> str:
+    """The switches a setting turned off with it (kafkalab.fixes), one line each."""
+    return "".join(f"<p><i>{html.escape(line)}.</i></p>" for line in lines)
 
 
 class TradeoffExplorer:
@@ -401,7 +406,7 @@ class TradeoffExplorer:
         self.status.value = (
             f"<p>{html.escape(result.settings.label)}: {result.lost_acked} of {result.acked} "
             f"acknowledged records lost over {result.settings.seeds} runs.</p>"
-        )
+        ) + _implied_html(result.settings.implied)
         self.plot.value = render_tradeoffs(compared)
         self.text.value = _text_block("Text table of the comparison", describe_tradeoffs(compared))
 
