@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from kafkalab.errors import ConfigError
 from kafkalab.explore import EXAMPLES, explore
 
 SAFE = EXAMPLES["safe"]
@@ -112,3 +115,34 @@ def test_lesson_7s_unclean_election_loss_needs_two_session_timeouts() -> None:
         {"advance": 18000},
     ]
     assert v.report["unclean_elections"] == 1 and found.states == 1434
+
+
+def test_kip101_search_with_restarts_that_replace_the_session() -> None:
+    """Lesson 6b's search takes KIP-101's liberty (a restarted broker registers at once beside the
+    dedicated controller, where Kafka's KafkaZkClient.registerBroker would refuse it while the
+    old session lives): it finds the seven-step loss, and the scenario it writes carries the
+    liberty, so `kafkalab scenario run` replays it."""
+    import yaml
+
+    found = explore(
+        {
+            "preset": "0.10",
+            "acks": "all",
+            "min.insync.replicas": 1,
+            "leader_epochs": False,
+            "unclean.leader.election.enable": False,
+        },
+        brokers=2,
+        depth=7,
+        records=1,
+        crashes=2,
+        actions=("produce", "fetch", "crash", "restart", "expire"),
+        restart_replaces_session=True,
+        workers=1,
+    )
+    v = found.violation
+    assert v is not None and v.invariant == "no_acked_loss" and len(v.steps) == 7
+    assert {"restart": 2} in v.steps
+    assert yaml.safe_load(v.scenario_yaml)["restart_replaces_session"] is True
+    with pytest.raises(ConfigError, match="restart_replaces_session='yes' is not allowed"):
+        explore({}, depth=1, restart_replaces_session="yes")  # type: ignore[arg-type]

@@ -309,11 +309,24 @@ class Replayer:
     the compiled core, and on the sources its copy keeps callbacks bound to the original:
     benchmarks/bench_explore.py times both.)"""
 
-    def __init__(self, config: Config, brokers: int, rules: Rules | None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        brokers: int,
+        rules: Rules | None,
+        *,
+        restart_replaces_session: bool = False,
+    ) -> None:
         self.config, self.brokers, self.rules = config, brokers, rules
+        self.restart_replaces_session = restart_replaces_session
 
     def fresh(self) -> Cluster:
-        return Cluster(brokers=self.brokers, config=self.config, rules=self.rules)
+        return Cluster(
+            brokers=self.brokers,
+            config=self.config,
+            rules=self.rules,
+            restart_replaces_session=self.restart_replaces_session,
+        )
 
     def apply(self, cluster: Cluster, step: Step) -> None:
         """Run one step; ActionError when the state does not allow it."""
@@ -357,6 +370,7 @@ def explore(
     progress: Callable[[int, int, int], None] | None = None,
     expand: Callable[[list[_Node], Any], list[tuple[_Node, Any]]] | None = None,
     workers: int | None = None,
+    restart_replaces_session: bool = False,
 ) -> ExploreResult:
     """Search every schedule of ``actions`` up to ``depth`` steps, breadth first, on a stepped
     cluster of ``brokers`` with ``settings``; stop at the first schedule that breaks one of
@@ -365,7 +379,15 @@ def explore(
     depth (:mod:`kafkalab.explore.spark` passes one that runs on Spark). ``workers``: processes
     that expand a large depth's states side by side (default: ``KAFKALAB_EXPLORE_WORKERS`` when
     set, else one per core this process may use on Linux and 1 elsewhere; 1: all in this
-    process); the result is the same whatever the number."""
+    process); the result is the same whatever the number. ``restart_replaces_session``: a
+    restarted broker registers at once beside the dedicated controller, as KIP-101's own
+    scenarios tell it; Kafka refuses that registration while the old session lives (see
+    :class:`kafkalab.Cluster`)."""
+    if not isinstance(restart_replaces_session, bool):
+        raise ConfigError(
+            f"restart_replaces_session={restart_replaces_session!r} is not allowed: use True or "
+            "False"
+        )
     settings = dict(settings or {})
     config = make_config(settings)
     if "preset" in settings:  # as the config read it: an unquoted 0.10 arrives as 0.1
@@ -373,7 +395,7 @@ def explore(
     bounds = Bounds(brokers, depth, records, crashes, max_states)
     actions = _check_actions(actions)
     names = _check_invariants(invariants)
-    job = _Job(config, brokers, rules, actions, names, bounds)
+    job = _Job(config, brokers, rules, actions, names, bounds, restart_replaces_session)
     count = _check_workers(workers)
     pool = None if expand is not None else _Workers.start(job, count)
     try:
@@ -537,13 +559,20 @@ class _Job:
         actions: tuple[str, ...],
         names: tuple[str, ...],
         bounds: Bounds,
+        restart_replaces_session: bool = False,
     ) -> None:
         self.config, self.brokers, self.rules = config, brokers, rules
         self.actions, self.names, self.bounds = actions, names, bounds
+        self.restart_replaces_session = restart_replaces_session
 
     @property
     def replayer(self) -> Replayer:
-        return Replayer(self.config, self.brokers, self.rules)
+        return Replayer(
+            self.config,
+            self.brokers,
+            self.rules,
+            restart_replaces_session=self.restart_replaces_session,
+        )
 
     def key(self, cluster: Cluster, produced: int, crashes: int) -> str:
         return f"{state_digest(cluster)}:{produced}:{crashes}"

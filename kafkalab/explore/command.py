@@ -63,6 +63,12 @@ def add_explore_parser(sub: Any) -> None:
         "the same)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--restart-replaces-session",
+        action="store_true",
+        help="a restarted broker registers at once beside the dedicated controller, as KIP-101's "
+        "scenarios tell it (Kafka refuses it while the old ZooKeeper session lives)",
+    )
 
 
 def explore_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -86,6 +92,7 @@ def explore_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         invariants=args.invariant or None,
         max_states=args.max_states,
         progress=bar.update if bar else None,
+        restart_replaces_session=args.restart_replaces_session,
     )
     try:
         if args.master:

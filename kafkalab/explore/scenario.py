@@ -37,8 +37,11 @@ def scenario_text(
     settings: Mapping[str, Any],
     steps: list[dict[str, Any]],
     expect: Mapping[str, Any],
+    restart_replaces_session: bool = False,
 ) -> str:
     doc: dict[str, Any] = {"name": name, "description": description, "brokers": brokers}
+    if restart_replaces_session:
+        doc["restart_replaces_session"] = True
     if settings:
         doc["config"] = dict(settings)
     doc["steps"] = steps
@@ -65,7 +68,11 @@ def counterexample(
         f"The shortest schedule kafkalab explore found that breaks {invariant} with "
         f"{described} and {job.brokers} brokers: {message}."
     )
-    draft = scenarios.parse(scenario_text(name, description, job.brokers, settings, steps, {}))
+    draft = scenarios.parse(
+        scenario_text(
+            name, description, job.brokers, settings, steps, {}, job.restart_replaces_session
+        )
+    )
     cluster, _ = scenarios.replay(draft, rules=job.rules)
     again = broken(cluster)
     if again is None or again[0] != invariant:
@@ -75,7 +82,9 @@ def counterexample(
         )
     state = cluster.state()
     expect = {k: state[k] for k in EXPECT}
-    text = scenario_text(name, description, job.brokers, settings, steps, expect)
+    text = scenario_text(
+        name, description, job.brokers, settings, steps, expect, job.restart_replaces_session
+    )
     result = scenarios.run(scenarios.parse(text), rules=job.rules)
     if not result.ok:
         raise KafkalabError(
