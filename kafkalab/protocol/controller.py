@@ -9,6 +9,9 @@ The same :class:`Controller` runs in two places:
   ZooKeeper with the controller epoch and only sent to brokers once ZooKeeper accepted it, so a
   controller that was replaced while paused (a zombie) is fenced: its writes fail and it resigns,
   and brokers ignore requests carrying an older controller epoch.
+
+The elections an operator asks for and the automatic leader rebalance are in
+:mod:`kafkalab.protocol.controller_elections`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, Protocol
 from kafkalab.config import Config
 from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
+from kafkalab.protocol.controller_elections import auto_rebalance, on_elect_leaders
 from kafkalab.protocol.zookeeper import DEDICATED_CONTROLLER, ZOOKEEPER, ZooKeeper
 
 __all__ = ["CommittedPartition", "Controller", "ControllerNode", "PartitionState", "ZooKeeper"]
@@ -152,7 +156,7 @@ class Controller:
 
     def on_timer(self, ctx: Context, name: str, data: Any) -> None:
         if name == AUTO_REBALANCE_TIMER and self.active and data == self.controller_epoch:
-            self._auto_rebalance(ctx)
+            auto_rebalance(self, ctx)
             interval = self.config.leader_imbalance_check_interval_ms
             ctx.set_timer(interval, AUTO_REBALANCE_TIMER, self.controller_epoch)
             self._flush(ctx)
@@ -188,7 +192,7 @@ class Controller:
         elif isinstance(msg, m.ControlledShutdownRequest):
             self._on_controlled_shutdown(ctx, src, msg)
         elif isinstance(msg, m.ElectLeaders):
-            self._on_elect_leaders(ctx, msg)
+            on_elect_leaders(self, ctx, msg)
         elif isinstance(msg, m.ReconfigureRequest):
             self._on_reconfigure(ctx, msg.config)
         elif isinstance(msg, m.ZkWriteResult):
@@ -462,7 +466,7 @@ class Controller:
                 notified_by=msg.broker,
             )
 
-    # ---- controlled shutdown and preferred leaders ------------------------------------------
+    # ---- controlled shutdown ----------------------------------------------------------------
 
     def _on_controlled_shutdown(
         self, ctx: Context, src: Any, req: m.ControlledShutdownRequest
@@ -501,72 +505,6 @@ class Controller:
                 )
             self._commit(ctx, tp, state, new, "controlled_shutdown")
         self._outbox.append((src, m.ControlledShutdownResponse(m.NONE, tuple(remaining))))
-
-    def _on_elect_leaders(self, ctx: Context, req: m.ElectLeaders) -> None:
-        """An operator's ElectLeaders (KafkaController.processReplicaLeaderElection, KIP-460,
-        2.4): each partition is answered; asked for every partition, those that needed no
-        election are left out of the answer (KafkaApis.handleElectReplicaLeader)."""
-        results = {}
-        for tp in [tp for tp in self.partitions if req.tp in (None, tp)]:
-            if req.election_type == m.UNCLEAN:
-                results[tp] = self._elect_unclean(ctx, tp)
-            else:
-                results[tp] = self._elect_preferred_one(ctx, tp, "preferred_election")
-        if req.tp is None:
-            results = {tp: e for tp, e in results.items() if e != m.ELECTION_NOT_NEEDED}
-        self._emit(
-            "elect_leaders_result",
-            controller=self.address,
-            election_type=req.election_type,
-            results=results,
-        )
-
-    def _elect_unclean(self, ctx: Context, tp: str) -> str:
-        """An unclean election on request: only for a partition whose leader is gone, with
-        OfflinePartitionLeaderElectionStrategy(allowUnclean = true): a live ISR member if there
-        is one, else any live replica, whatever unclean.leader.election.enable says."""
-        state = self.partitions[tp]
-        if state.leader is not None and state.leader in self.live:
-            return m.ELECTION_NOT_NEEDED
-        new = self._elect(state, allow_unclean=True)
-        if new is None:
-            return m.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        self._commit(ctx, tp, state, new, "unclean_election_request")
-        return m.NONE
-
-    def _elect_preferred(self, ctx: Context, only: str | None, reason: str) -> None:
-        for tp in self.partitions:
-            if only is None or tp == only:
-                self._elect_preferred_one(ctx, tp, reason)
-
-    def _elect_preferred_one(self, ctx: Context, tp: str, reason: str) -> str:
-        """PreferredReplicaPartitionLeaderElection: the first assigned replica leads again when
-        it is alive and in the ISR."""
-        state = self.partitions[tp]
-        preferred = state.replicas[0]
-        if state.leader == preferred:
-            return m.ELECTION_NOT_NEEDED
-        if preferred not in self.live or preferred not in state.isr:
-            return m.PREFERRED_LEADER_NOT_AVAILABLE
-        new = replace(state, leader=preferred, leader_epoch=state.leader_epoch + 1)
-        self._commit(ctx, tp, state, new, reason)
-        return m.NONE
-
-    def _auto_rebalance(self, ctx: Context) -> None:
-        """checkAndTriggerAutoLeaderRebalance: for each broker, the share of the partitions it
-        prefers that another broker leads; above leader.imbalance.per.broker.percentage, those
-        partitions move back to it."""
-        by_preferred: dict[int, list[str]] = {}
-        for tp, state in self.partitions.items():
-            by_preferred.setdefault(state.replicas[0], []).append(tp)
-        for broker, tps in sorted(by_preferred.items()):
-            if broker not in self.live:
-                continue
-            moved = [tp for tp in tps if self.partitions[tp].leader != broker]
-            ratio = len(moved) / len(tps)
-            if ratio * 100 > self.config.leader_imbalance_per_broker_percentage:
-                for tp in moved:
-                    self._elect_preferred(ctx, tp, "auto_leader_rebalance")
 
 
 class ControllerNode:
