@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from kafkalab.config import Config, make_config
-from kafkalab.errors import ActionError, ConfigError
+from kafkalab.errors import ActionError
 from kafkalab.protocol import messages as msgs
 from kafkalab.protocol.consumer import Poll
 from kafkalab.protocol.controller import CommittedPartition
@@ -25,6 +25,7 @@ from kafkalab.sim.brokers import ALTER_PARTITION_ANSWERS as ALTER_PARTITION_ANSW
 from kafkalab.sim.brokers import ALTER_PARTITION_ERRORS as ALTER_PARTITION_ERRORS
 from kafkalab.sim.brokers import BrokerSteps
 from kafkalab.sim.clients import CLIENT_HOST, ClientSteps
+from kafkalab.sim.cluster_args import check_arguments
 from kafkalab.sim.control import CONTROLLER_NODES as CONTROLLER_NODES
 from kafkalab.sim.control import ControlPlane, control_plane
 from kafkalab.sim.elections import elect_leaders
@@ -39,8 +40,6 @@ from kafkalab.sim.views import ReplicaView
 
 __all__ = ["Cluster", "ReplicaView"]
 
-MODES = ("stepped", "timed")
-MAX_BROKERS = 64
 SYNC_ROUNDS = 20  # Cluster.sync: rounds of fetches at most (replication settles in a few)
 
 
@@ -99,32 +98,23 @@ class Cluster:
         rules: Rules | None = None,
         restart_replaces_session: bool = False,
     ) -> None:
-        if mode not in MODES:
-            raise ConfigError(f"mode={mode!r} is not allowed: use 'stepped' or 'timed'")
-        if (
-            isinstance(brokers, bool)
-            or not isinstance(brokers, int)
-            or not 1 <= brokers <= MAX_BROKERS
-        ):
-            raise ConfigError(f"brokers={brokers!r} is not allowed: use 1..{MAX_BROKERS}")
+        lat = check_arguments(
+            mode,
+            brokers,
+            rules,
+            replication,
+            partitions,
+            latency_ms,
+            loss_rate,
+            restart_replaces_session,
+        )
         self.config = config if isinstance(config, Config) else make_config(config or {})
         self._settings = DynamicSettings(self)  # the static, dynamic and topic-level layers
-        if rules is not None and not isinstance(rules, Rules):
-            raise ConfigError(
-                f"rules={rules!r} is not allowed: use kafkalab.Rules(...) or None for Kafka's"
-            )
         self.rules = rules or DEFAULT_RULES
         self.mode = mode
-        if replication not in ("manual", "auto"):
-            raise ConfigError(
-                f"replication={replication!r} is not allowed: use 'manual' (followers fetch "
-                "when told, in stepped mode) or 'auto' (they fetch on their own)"
-            )
         self.replication = replication
         self.seed = seed
         self.broker_ids = list(range(1, brokers + 1))
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ConfigError(f"partitions={partitions!r} is not allowed: use a whole number >= 1")
         self.racks = dict(racks or {})
         placement = Placement(self.broker_ids, self.racks, seed, self.config)
         self.assignment: dict[str, list[int]] = placement.place(
@@ -134,22 +124,10 @@ class Cluster:
         self.tp = f"{self.topic}-0"  # the partition the single-partition API talks about
         self.replicas: list[int] = self.assignment[self.tp]
         placement.add_internal_partitions(transactional_ids, groups)
-        lat = latency_ms if mode == "timed" else (0, 0)
-        if lat[0] < 0 or lat[1] < lat[0]:
-            raise ConfigError(
-                f"latency_ms={latency_ms!r} is not allowed: use (low, high), 0 <= low <= high"
-            )
-        if not 0.0 <= loss_rate < 1.0:
-            raise ConfigError(f"loss_rate={loss_rate!r} is not allowed: use 0 <= loss_rate < 1")
         self.sim = Simulation(
             seed=seed, latency_ms=lat, trace_messages=trace_messages, loss_rate=loss_rate
         )
         # The one place the controller mode is read: its control plane answers the rest.
-        if not isinstance(restart_replaces_session, bool):
-            raise ConfigError(
-                f"restart_replaces_session={restart_replaces_session!r} is not allowed: use "
-                "False (Kafka: a restart inside the old session is refused) or True"
-            )
         self.restart_replaces_session = restart_replaces_session
         self.control: ControlPlane = control_plane(
             self.sim, lambda: self.config, restart_replaces_session=restart_replaces_session
