@@ -107,8 +107,8 @@ def loss_scenario(p) -> str:
     steps += [f"  - flush: {f}"]
     steps += [f"  - disconnect: [{f}, {x}]" for x in followers]
     steps += ["  - advance: 20000", "  - produce: m2", "  - advance: 25000"]
-    steps += [f"  - crash: {{broker: {f}, lose_unflushed: true}}", "  - heal", f"  - restart: {f}"]
-    steps += ["  - advance: 20000"]
+    steps += [f"  - crash: {{broker: {f}, lose_unflushed: true}}", "  - heal"]
+    steps += ["  - advance: 20000", f"  - restart: {f}", "  - advance: 20000"]  # after its session
     return "\n".join([f"name: loss-{b}-{f}", f"brokers: {b}", f"leader: {f}", "steps:", *steps])
 
 
