@@ -98,8 +98,9 @@ def test_every_slice_matches_pandas_and_the_slices_differ(trials: pd.DataFrame) 
             assert r[p["measure"]] == pytest.approx(want.loc[r["fault_kind"], p["measure"]])
         assert any(r[p["measure"]] > 0 for r in rows), p
         tables.add(tuple(round(r[p["measure"]], 9) for r in rows))
-    # eras 0.8 and 0.10 lose the same records, out of different acked counts under acks=all
-    assert len(tables) >= 9
+    # under acks=1, eras 0.8 and 0.10 lose the same records in the same trials: only their
+    # lost_acked_rate tables differ (out of different acked counts)
+    assert len(tables) >= len(BY_KIND) - 2
     assert not any("fault_kind" in str(p) for p in BY_KIND)
 
 
@@ -120,7 +121,10 @@ def test_every_prediction_is_well_defined_clear_and_the_answers_differ() -> None
         answer = expected_for(p)
         assert answer["factor"] in ex11.FACTORS and isinstance(answer["higher"], bool)
         answers[(answer["higher"], answer["factor"])] += 1
-    assert len(answers) >= 4 and max(answers.values()) <= len(PREDICT) // 2
+    # acks=all loses nothing in the small campaign: every version's factor is "over 10x", and
+    # which side is higher depends on the version's own acks setting, half and half
+    assert set(answers) == {(True, "over 10x"), (False, "over 10x")}
+    assert max(answers.values()) <= len(PREDICT) // 2
     assert {ex11.config_label(c) for c in range(12)} == {
         *ex11.LABELS.values(),
         *(ex11.config_label(c) for c in (1, 5, 9, 10, 11)),

@@ -41,7 +41,7 @@ def test_the_targets_answers_differ_and_the_lesson_target_is_not_one() -> None:
     answers = Counter(ex12.best_config_answer(**p) for p in BEST)
     assert None in answers and len(answers) >= 6
     assert max(answers.values()) <= len(BEST) // 3
-    assert {"max_loss": 0.02, "confidence": 0.95} not in [dict(p) for p in BEST]
+    assert {"max_loss": 0.035, "confidence": 0.95} not in [dict(p) for p in BEST]
     # the confidence matters: some target has another answer at another confidence
     assert any(
         ex12.best_config_answer(p["max_loss"], 0.9) != ex12.best_config_answer(p["max_loss"], 0.99)

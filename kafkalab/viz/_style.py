@@ -148,12 +148,12 @@ def render(figure_or_ax: Any, format: str = "svg") -> bytes:
     return out.getvalue()
 
 
-def legend_below(ax: Any, handles: list[Any]) -> None:
-    """The key of a picture, in up to three columns under its Axes."""
+def legend_below(ax: Any, handles: list[Any], ncols: int = 3) -> None:
+    """The key of a picture, in up to ``ncols`` columns under its Axes."""
     ax.legend(
         handles=handles,
         loc="upper left",
         bbox_to_anchor=(0.0, 0.0),
-        ncols=min(3, len(handles)),
+        ncols=min(ncols, len(handles)),
         frameon=False,
     )

@@ -42,6 +42,7 @@ ROW = 1.7  # vertical distance between replica rows (room for the LEO and HW lab
 CELL_H = 0.72
 MAX_CELLS = 32  # longer logs are drawn as one bar per leader epoch
 GHOST = "#f0f0f0"  # the fill of a removed record
+NARROW_FIGURE_IN = 7.0  # a log picture narrower than this puts a long key in two columns
 
 
 def draw_logs(
@@ -348,4 +349,7 @@ def _legend(ax: Any, epochs: list[int], flags: dict[str, bool]) -> None:
                 label="removed since the previous step",
             )
         )
-    legend_below(ax, handles)
+    # Five keys in three columns are wider than a picture of a few records: the layout would
+    # squeeze the logs to make room, so a narrow picture takes them in two.
+    narrow = ax.figure.get_figwidth() < NARROW_FIGURE_IN and len(handles) > 4
+    legend_below(ax, handles, ncols=2 if narrow else 3)

@@ -21,7 +21,8 @@ ASSIGNMENT = "11-failure-campaigns"
 # ---- lost_acked_rate: one config's rate over the trials that drew one fault kind ------------
 
 # The small campaign's labels (datasets/small, spec "small"); configs 1, 5 and 9 behave as 0, 4
-# and 8 (acks=1 ignores min.insync.replicas), 10 and 11 lose nothing.
+# and 8 (acks=1 ignores min.insync.replicas), and no acks=all config loses anything: a rate
+# question is asked of the acks=1 configs only.
 LABELS = {
     0: "preset=0.8 acks=1 min.insync.replicas=1",
     1: "preset=0.8 acks=1 min.insync.replicas=2",
@@ -32,7 +33,7 @@ LABELS = {
     7: "preset=0.10 acks=all min.insync.replicas=2",
     8: "preset=3.7 acks=1 min.insync.replicas=1",
 }
-RATE_CONFIGS = (0, 2, 3, 4, 6, 7, 8)
+RATE_CONFIGS = (0, 4, 8)
 # "burst" is a prefix of "bursty" and "slow" of "slow_link": a substring test counts too many
 FAULT_KINDS = ("burst", "crash", "disconnect", "partition", "power_loss", "slow")
 PREFIX_KINDS = ("burst", "slow")
@@ -74,9 +75,9 @@ def rate_hidden(p: Mapping[str, Any], count: int = 3) -> list[dict[str, Any]]:
     for v in others:
         if len(chosen) >= count:
             break
+        # other kinds each time; with three configs to ask about, two may share a config
         if v["fault_kind"] != p["fault_kind"] and all(
-            v["fault_kind"] != c["fault_kind"] and v["config_label"] != c["config_label"]
-            for c in chosen
+            v["fault_kind"] != c["fault_kind"] for c in chosen
         ):
             chosen.append(v)
     return chosen
@@ -106,7 +107,7 @@ MEASURES = {
     "lost_records": "sum(lost_acked)",  # acknowledged records lost
     "lost_acked_rate": "sum(lost_acked) / sum(acked)",  # the share of acknowledged records lost
 }
-SLICES = (("0.8", "1"), ("0.8", "all"), ("0.10", "1"), ("0.10", "all"), ("3.7", "1"))
+SLICES = (("0.8", "1"), ("0.10", "1"), ("3.7", "1"))  # the acks=all slices lose nothing
 BY_KIND_GRID = tuple(
     {"preset": preset, "acks": acks, "measure": m} for preset, acks in SLICES for m in MEASURES
 )
@@ -154,7 +155,8 @@ register(
 # ---- predict_other_acks: before computing, the learner's config against its era's other acks ---
 
 # the config with the other acks setting, same era and min.insync.replicas
-OTHER_ACKS = {0: 2, 2: 0, 3: 1, 4: 6, 6: 4, 7: 5, 8: 10}
+OTHER_ACKS = {0: 2, 2: 0, 4: 6, 6: 4, 8: 10, 10: 8}
+PREDICT_CONFIGS = tuple(OTHER_ACKS)
 FACTORS = ("under 2x", "2x to 10x", "over 10x")
 
 
@@ -177,7 +179,9 @@ def other_acks_answer(config_id: int, fault_kind: str) -> dict[str, Any]:
     return {"higher": mine > other, "factor": factor}
 
 
-PREDICT_GRID = tuple({"config_id": c, "fault_kind": k} for c in RATE_CONFIGS for k in FAULT_KINDS)
+PREDICT_GRID = tuple(
+    {"config_id": c, "fault_kind": k} for c in PREDICT_CONFIGS for k in FAULT_KINDS
+)
 
 
 def _predict_show(p: Mapping[str, Any]) -> str:

@@ -21,21 +21,28 @@ ASSIGNMENT = "12-spark-analysis"
 # ---- best_config: the most available config whose loss meets a target, on the census -------
 
 CONFIDENCES = (0.9, 0.95, 0.99)
+# Census ci_high (90% / 95% / 99%), lossy trials of 4,200 per config_id:
+#   3.7 acks=all: 117 and 118 lossy, 0.0324-0.0354 (the two differ by one trial);
+#   older eras acks=all, min.insync.replicas=2: 349 and 352, 0.0904-0.0955;
+#   older eras acks=all, min.insync.replicas=1: 388 and 392, 0.1000-0.1056;
+#   3.7 acks=1: 793, 0.199-0.205; older eras acks=1: 1666 and 1672, 0.409-0.418.
+# Each target below sits between two of those (or inside one config's span across confidences,
+# so that the confidence changes the answer) and at least 5e-5 from every ci_high.
 MAX_LOSSES = (
-    0.01,
-    0.015,
-    0.0188,
-    0.025,
-    0.05,
-    0.13,
-    0.1405,
-    0.145,
-    0.16,
-    0.185,
-    0.25,
-    0.378,
-    0.39,
-    0.5,
+    0.01,  # no config: far under 3.7 acks=all's 2.8%
+    0.03,  # no config: above 3.7 acks=all's point estimate (2.8%), below its ci_high (3.2%+)
+    0.0325,  # at 90% only 3.7 acks=all min.insync.replicas=2 (117 lossy); none at 95% or 99%
+    0.0334,  # both 3.7 acks=all at 90%; only the 117-lossy one at 95%; none at 99%
+    0.0353,  # both 3.7 acks=all at 90% and 95%; only the 117-lossy one at 99%
+    0.05,  # both 3.7 acks=all at every confidence, no older era
+    0.092,  # older eras' acks=all min.insync.replicas=2: both at 90%, 349 lossy only at 95%
+    0.095,  # older eras' acks=all min.insync.replicas=2: both at 90% and 95%, one at 99%
+    0.102,  # older eras' acks=all min.insync.replicas=1: both at 90%, 388 lossy only at 95%
+    0.105,  # every acks=all at 90% and 95%; at 99% the 392-lossy one stays out
+    0.16,  # every acks=all, no acks=1
+    0.25,  # every acks=all and 3.7's acks=1 (19%), not the older eras' acks=1 (40%)
+    0.41,  # at 90% the 0.8 acks=1 configs (1666 lossy) too; at 95% and 99% not
+    0.5,  # every config
 )
 
 
@@ -91,7 +98,8 @@ BEST_CONFIG_GRID = tuple(
     {"max_loss": m, "confidence": c}
     for c in CONFIDENCES
     for m in MAX_LOSSES
-    if (m, c) != (0.02, 0.95)  # the target the lesson's reading suggests
+    # the target the lesson's reading suggests: 3.7 acks=all at 2.8%, ci_high 3.33-3.35% at 95%
+    if (m, c) != (0.035, 0.95)
 )
 
 
