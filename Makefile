@@ -56,7 +56,7 @@ help:
 	@echo "make exercises  regenerate exercises/ and solutions/ from exercises/source"
 	@echo "make grade ASSIGNMENT=03-hw-leo SUBMISSIONS=dir OUT=grades.csv   grade a folder"
 	@echo "make datasets-small  regenerate the shipped campaign datasets/small and its schema"
-	@echo "make datasets-census regenerate the shipped census datasets/census (50,400 trials, about 14 min)"
+	@echo "make datasets-census regenerate the shipped census datasets/census (50,400 trials, about 11 min)"
 	@echo "make datasets   complete the census, then generate the large campaign in datasets/large (on Spark)"
 	@echo "make clean      remove caches and build leftovers (keeps $(VENV))"
 	@echo "make distclean  clean, and remove $(VENV) too"
