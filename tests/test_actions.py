@@ -265,3 +265,21 @@ def test_sync_is_a_scenario_step() -> None:
     assert result.cluster.logs() == {1: ["a"], 2: ["a"]}
     with pytest.raises(ScenarioError, match="unknown key 'followers'"):
         scenarios.parse(scenario("sync: {followers: 2}"))
+
+
+def test_python_m_prints_the_table_the_readme_names() -> None:
+    """`python -m kafkalab.sim.actions --markdown` (the README's command) runs the module a
+    second time after the package imported it; it must print the table, not declare every
+    action twice."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkalab.sim.actions", "--markdown"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == actions.markdown_table()

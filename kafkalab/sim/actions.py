@@ -46,6 +46,14 @@ from kafkalab.sim.action_kinds import (  # noqa: F401  (re-exported)
     register,
 )
 
+if __name__ == "__main__":
+    # ``python -m`` runs this file a second time, after importing kafkalab has already run it as
+    # kafkalab.sim.actions: print the table of that module, before this copy declares every
+    # action again.
+    from kafkalab.sim import actions as _imported
+
+    raise SystemExit(_imported._main(sys.argv[1:]))
+
 __all__ = [
     "REGISTRY",
     "Action",
@@ -382,7 +390,3 @@ def _main(argv: list[str]) -> int:
         return 2
     sys.stdout.write(markdown_table())
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
