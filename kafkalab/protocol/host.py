@@ -14,7 +14,12 @@ from kafkalab.protocol.actor import Context
 from kafkalab.protocol.replica import ReplicaState
 from kafkalab.protocol.rules import Rules
 
-__all__ = ["BrokerHost"]
+__all__ = ["CONTROLLER_CHANNEL_RETRY_MS", "BrokerHost"]
+
+# NodeToControllerRequestThread.doWork: a broker's channel to the controller (heartbeats and
+# registration; AlterPartition) that knows no active controller looks for one again 100 ms
+# later, keeping the request it has to send.
+CONTROLLER_CHANNEL_RETRY_MS = 100
 
 
 class BrokerHost(Protocol):

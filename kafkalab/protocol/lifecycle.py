@@ -14,7 +14,7 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.commands import Stop
 from kafkalab.protocol.controller import Controller
-from kafkalab.protocol.host import BrokerHost
+from kafkalab.protocol.host import CONTROLLER_CHANNEL_RETRY_MS, BrokerHost
 from kafkalab.protocol.zookeeper import ZOOKEEPER
 
 __all__ = ["REGISTRATION_CONFLICT_SHUTDOWN", "BrokerLifecycle"]
@@ -29,9 +29,6 @@ KRAFT_FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS = 50
 # no answer, the next goes 100 ms later, doubling with each failure up to
 # broker.session.timeout.ms (Kafka adds 2 % jitter; kafkalab leaves it out).
 KRAFT_RESEND_BACKOFF_MS = 100
-# NodeToControllerRequestThread.doWork: with no active controller known, the channel looks for
-# one again 100 ms later.
-KRAFT_CHANNEL_RETRY_MS = 100
 # KafkaServer.startup: registering in ZooKeeper failed (NODEEXISTS, the znode of the broker's
 # previous run), a fatal error: the broker shuts down. A supervisor may start it again.
 REGISTRATION_CONFLICT_SHUTDOWN = (
@@ -255,7 +252,7 @@ class BrokerLifecycle:
             i = nodes.index(src) if src in nodes else -1
             self.host.controller_address = nodes[(i + 1) % len(nodes)]
             if self._heartbeat_inflight:
-                retry = KRAFT_CHANNEL_RETRY_MS
+                retry = CONTROLLER_CHANNEL_RETRY_MS
                 ctx.set_timer(retry, "kraft_channel_retry", self._heartbeat_request)
 
     def controller_moved(self, ctx: Context) -> None:

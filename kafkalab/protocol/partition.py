@@ -13,7 +13,7 @@ from kafkalab.protocol import messages as m
 from kafkalab.protocol.actor import Context
 from kafkalab.protocol.coordinator import Coordinator
 from kafkalab.protocol.fetcher import ReplicaFetcher
-from kafkalab.protocol.host import BrokerHost
+from kafkalab.protocol.host import CONTROLLER_CHANNEL_RETRY_MS, BrokerHost
 from kafkalab.protocol.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from kafkalab.protocol.purgatory import Purgatory
 from kafkalab.protocol.replica import (
@@ -32,10 +32,6 @@ from kafkalab.protocol.replica import (
 from kafkalab.protocol.zookeeper import ZOOKEEPER
 
 __all__ = ["Partition"]
-
-# NodeToControllerRequestThread: a request waiting for a controller to be known looks for one
-# again every 100 ms (the AlterPartition channel keeps it without a time limit).
-CONTROLLER_LOOKUP_MS = 100
 
 # Partition.handleAlterPartitionError: answers that keep the proposal pending until new
 # metadata arrives, and answers that restore the committed state.
@@ -402,7 +398,7 @@ class Partition:
             target = self.host.controller_address
         r.alter_isr_inflight, r.alter_isr_target = isr, target
         if target is None:  # no controller known: the channel looks again 100 ms later
-            ctx.set_timer(CONTROLLER_LOOKUP_MS, "alter_isr_timeout", (r.tp, r.leader_epoch))
+            ctx.set_timer(CONTROLLER_CHANNEL_RETRY_MS, "alter_isr_timeout", (r.tp, r.leader_epoch))
             return
         ctx.send(target, m.AlterIsr(r.tp, self.host.id, r.leader_epoch, r.partition_epoch, isr))
         ctx.set_timer(config.request_timeout_ms, "alter_isr_timeout", (r.tp, r.leader_epoch))
